@@ -1,0 +1,55 @@
+// Command idplane is the identity and access control plane: `idplane server` runs the API server
+// with its controllers.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
+
+	"github.com/idplane/idplane/internal/apiserver"
+	"github.com/idplane/idplane/internal/version"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "idplane",
+		Short:         "Identity and access control plane for nodes and workloads, speaking the Kubernetes API",
+		Version:       version.String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	root.PersistentFlags().AddGoFlagSet(klogFlags)
+	root.AddCommand(serverCommand())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "idplane:", err)
+		os.Exit(1)
+	}
+}
+
+func serverCommand() *cobra.Command {
+	o := apiserver.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the API server and its built-in controllers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := genericapiserver.SetupSignalContext()
+			srv, err := apiserver.Start(ctx, o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "idplane %s serving on %s\nadmin kubeconfig: %s\ntry: kubectl --kubeconfig %s get namespaces\n",
+				version.String(), srv.URL, srv.AdminKubeconfig, srv.AdminKubeconfig)
+			return srv.Wait()
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}

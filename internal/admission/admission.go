@@ -1,0 +1,34 @@
+// Package admission lists idplane's admission plugins in the order they run and builds the
+// library's admission options (--enable-admission-plugins, --disable-admission-plugins) over them.
+package admission
+
+import (
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+)
+
+// plugins are every built plugin, in the fixed order of the design: NamespaceLifecycle,
+// ServiceAccount, NodeRestriction, CertificateApproval, CertificateSigning,
+// CertificateSubjectRestriction, GMSA. The library runs all mutating plugins before all
+// validating ones, each group in this order.
+var plugins = []struct {
+	name     string
+	register func(*admission.Plugins)
+}{
+	{lifecycle.PluginName, lifecycle.Register},
+}
+
+// NewOptions returns admission options whose default is every plugin on, in order.
+func NewOptions() *genericoptions.AdmissionOptions {
+	o := genericoptions.NewAdmissionOptions()
+	o.Plugins = admission.NewPlugins()
+	o.RecommendedPluginOrder = nil
+	o.DefaultOffPlugins = sets.Set[string]{}
+	for _, p := range plugins {
+		p.register(o.Plugins)
+		o.RecommendedPluginOrder = append(o.RecommendedPluginOrder, p.name)
+	}
+	return o
+}

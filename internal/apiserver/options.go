@@ -1,0 +1,84 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/spf13/pflag"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"github.com/idplane/idplane/internal/admission"
+	"github.com/idplane/idplane/internal/authz"
+)
+
+// Options are the settings of `idplane server`. The zero-flag defaults give a working control
+// plane on 127.0.0.1:6443 with embedded etcd in ./idplane-data.
+type Options struct {
+	DataDir     string
+	BindAddress net.IP
+	// SecurePort 0 picks a free port; the admin kubeconfig names the real one.
+	SecurePort int
+
+	// EtcdServers, when set, replace the embedded etcd.
+	EtcdServers  []string
+	EtcdCAFile   string
+	EtcdCertFile string
+	EtcdKeyFile  string
+
+	AuthorizationModes []string
+	TokenAuthFile      string
+	AnonymousAuth      bool
+	Admission          *genericoptions.AdmissionOptions
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		DataDir:            "./idplane-data",
+		BindAddress:        net.ParseIP("127.0.0.1"),
+		SecurePort:         6443,
+		AuthorizationModes: append([]string(nil), authz.DefaultModes...),
+		Admission:          admission.NewOptions(),
+	}
+}
+
+// AddFlags registers the flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the PKI, the admin kubeconfig and the embedded etcd.")
+	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "Address to serve HTTPS on.")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS on; 0 picks a free port.")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "External etcd endpoints (https://host:port,...). Empty runs an embedded etcd in <data-dir>/etcd.")
+	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle verifying the external etcd servers.")
+	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate for the external etcd.")
+	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "Client key for the external etcd.")
+	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes, fmt.Sprintf("Ordered authorizers; the first to allow or deny decides (known: %v). Group system:masters is always allowed.", authz.Modes()))
+	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Treat requests without credentials as user system:anonymous instead of refusing them.")
+	o.Admission.AddFlags(fs)
+}
+
+// Validate reports every invalid setting.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir is required"))
+	}
+	if o.SecurePort < 0 || o.SecurePort > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port %d is not in 0..65535", o.SecurePort))
+	}
+	if o.BindAddress == nil {
+		errs = append(errs, errors.New("--bind-address is required"))
+	}
+	if len(o.EtcdServers) == 0 && (o.EtcdCAFile != "" || o.EtcdCertFile != "" || o.EtcdKeyFile != "") {
+		errs = append(errs, errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers"))
+	}
+	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
+		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile go together"))
+	}
+	if _, _, err := authz.New(o.AuthorizationModes); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, o.Admission.Validate()...)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,77 @@
+package apiserver
+
+import (
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/idplane/idplane/internal/defaults"
+	"github.com/idplane/idplane/internal/registry/fieldlabels"
+)
+
+var (
+	// Scheme knows every served type twice: at its real version and at the internal version of its
+	// group. idplane has no internal types; registering the external type as the internal one makes
+	// the library's "convert to internal" a no-op that only sets the kind.
+	Scheme = runtime.NewScheme()
+	// ExternalScheme has only the real versions; the OpenAPI definition namer uses it so the
+	// documents never advertise version __internal.
+	ExternalScheme = runtime.NewScheme()
+	Codecs         = serializer.NewCodecFactory(Scheme)
+	ParameterCodec = runtime.NewParameterCodec(Scheme)
+)
+
+// served lists, per group version, the types whose external form is also their internal form.
+var served = []struct {
+	gv    schema.GroupVersion
+	add   func(*runtime.Scheme) error
+	types []runtime.Object
+}{
+	{corev1.SchemeGroupVersion, corev1.AddToScheme, []runtime.Object{
+		&corev1.Namespace{}, &corev1.NamespaceList{},
+		&corev1.Node{}, &corev1.NodeList{},
+		&corev1.Pod{}, &corev1.PodList{}, &corev1.Binding{},
+		&corev1.Secret{}, &corev1.SecretList{},
+		&corev1.ConfigMap{}, &corev1.ConfigMapList{},
+		&corev1.ServiceAccount{}, &corev1.ServiceAccountList{},
+		&corev1.PersistentVolume{}, &corev1.PersistentVolumeList{},
+		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaimList{},
+		&corev1.Event{}, &corev1.EventList{},
+	}},
+	{policyv1.SchemeGroupVersion, policyv1.AddToScheme, []runtime.Object{&policyv1.Eviction{}}},
+	{coordinationv1.SchemeGroupVersion, coordinationv1.AddToScheme, []runtime.Object{
+		&coordinationv1.Lease{}, &coordinationv1.LeaseList{},
+	}},
+	{authenticationv1.SchemeGroupVersion, authenticationv1.AddToScheme, []runtime.Object{
+		&authenticationv1.SelfSubjectReview{},
+	}},
+	{apiextensionsv1.SchemeGroupVersion, apiextensionsv1.AddToScheme, []runtime.Object{
+		&apiextensionsv1.CustomResourceDefinition{}, &apiextensionsv1.CustomResourceDefinitionList{},
+	}},
+}
+
+func init() {
+	for _, g := range served {
+		utilruntime.Must(g.add(Scheme))
+		utilruntime.Must(g.add(ExternalScheme))
+		internal := schema.GroupVersion{Group: g.gv.Group, Version: runtime.APIVersionInternal}
+		Scheme.AddKnownTypes(internal, g.types...)
+		utilruntime.Must(Scheme.SetVersionPriority(g.gv))
+	}
+	unversioned := schema.GroupVersion{Version: "v1"}
+	metav1.AddToGroupVersion(Scheme, unversioned)
+	metav1.AddToGroupVersion(ExternalScheme, unversioned)
+	for _, s := range []*runtime.Scheme{Scheme, ExternalScheme} {
+		s.AddUnversionedTypes(unversioned,
+			&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
+	}
+	utilruntime.Must(fieldlabels.Register(Scheme))
+	defaults.RegisterDefaults(Scheme)
+}

@@ -1,0 +1,279 @@
+// Package apiserver assembles idplane's Kubernetes-compatible API server: scheme, storage on etcd,
+// authentication, authorization, admission, the served API groups and the built-in controllers.
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/emicklei/go-restful/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/server/routes"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-base/compatibility"
+	"k8s.io/klog/v2"
+
+	"github.com/idplane/idplane/internal/authn"
+	"github.com/idplane/idplane/internal/authz"
+	generated "github.com/idplane/idplane/internal/generated/openapi"
+	"github.com/idplane/idplane/internal/kubeconfig"
+	"github.com/idplane/idplane/internal/pki"
+	"github.com/idplane/idplane/internal/version"
+)
+
+// kubernetesVersion is the release whose API and library behaviour idplane follows.
+const kubernetesVersion = "1.37.2"
+
+// Server is a running idplane API server.
+type Server struct {
+	// URL is the HTTPS address clients use.
+	URL string
+	// AdminKubeconfig is the path of the system:masters kubeconfig.
+	AdminKubeconfig string
+
+	etcd *embeddedEtcd
+	done chan struct{}
+	err  error
+}
+
+// Wait blocks until the server has stopped (its context ended) and returns why it stopped.
+func (s *Server) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// Start prepares the data directory, starts etcd and serves the API until ctx ends. It returns
+// once the server listens; /readyz turns ready when the start-up hooks are done.
+func Start(ctx context.Context, o *Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	files := pki.Files{Dir: filepath.Join(o.DataDir, "pki")}
+	now := time.Now()
+	ca, err := pki.EnsureCA(files, "idplane-ca", now)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.BindAddress.String(), strconv.Itoa(o.SecurePort)))
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s:%d: %w", o.BindAddress, o.SecurePort, err)
+	}
+	srv, err := start(ctx, o, files, ca, ln, now)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return srv, nil
+}
+
+func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.Listener, now time.Time) (*Server, error) {
+	port := ln.Addr().(*net.TCPAddr).Port
+	host := o.BindAddress.String()
+	if o.BindAddress.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	url := "https://" + net.JoinHostPort(host, strconv.Itoa(port))
+
+	names := pki.ServingNames{
+		DNS: []string{"localhost", genericapiserver.LoopbackClientServerNameOverride},
+		IPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+	}
+	if !o.BindAddress.IsUnspecified() {
+		names.IPs = append(names.IPs, o.BindAddress)
+	}
+	servingCert, servingKey, err := pki.EnsureServingCert(files, ca, names, now)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
+		return nil, err
+	}
+	adminCert, adminKey, err := pki.EnsureAdminCert(files, ca, now)
+	if err != nil {
+		return nil, err
+	}
+	adminKubeconfig := filepath.Join(o.DataDir, "admin.kubeconfig")
+	err = kubeconfig.Write(adminKubeconfig, "idplane", kubeconfig.Credentials{
+		Server: url, CAPEM: ca.CertPEM, CertPEM: adminCert, KeyPEM: adminKey,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	var etcd *embeddedEtcd
+	etcdServers := o.EtcdServers
+	if len(etcdServers) == 0 {
+		etcd, err = startEmbeddedEtcd(o.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		etcdServers = []string{etcd.clientURL}
+	}
+	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, done: make(chan struct{})}
+	prepared, err := build(o, buildInput{
+		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
+		etcdServers: etcdServers,
+	})
+	if err != nil {
+		if etcd != nil {
+			etcd.Close()
+		}
+		return nil, err
+	}
+	go func() {
+		defer close(s.done)
+		s.err = prepared.RunWithContext(ctx)
+		if s.etcd != nil {
+			// Close etcd only after the server stopped serving, so no request sees a closed store.
+			s.etcd.Close()
+		}
+	}()
+	return s, nil
+}
+
+type buildInput struct {
+	listener                net.Listener
+	servingCert, servingKey []byte
+	caPEM                   []byte
+	etcdServers             []string
+}
+
+func build(o *Options, in buildInput) (*preparedServer, error) {
+	cfg := genericapiserver.NewConfig(Codecs)
+	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
+	cfg.FeatureGate = utilfeature.DefaultFeatureGate
+
+	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", in.servingCert, in.servingKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading serving certificate: %w", err)
+	}
+	clientCA, err := dynamiccertificates.NewStaticCAContent("client-ca", in.caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("loading client CA: %w", err)
+	}
+	cfg.SecureServing = &genericapiserver.SecureServingInfo{Listener: in.listener, Cert: cert, ClientCA: clientCA}
+	loopbackToken, err := randomToken()
+	if err != nil {
+		return nil, err
+	}
+	cfg.LoopbackClientConfig, err = cfg.SecureServing.NewLoopbackClientConfig(loopbackToken, in.caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("building loopback client: %w", err)
+	}
+	// The in-process clients (admission, controllers) are the server's own; do not let client-side
+	// throttling slow them down.
+	cfg.LoopbackClientConfig.QPS, cfg.LoopbackClientConfig.Burst = -1, -1
+	cfg.ExternalAddress = in.listener.Addr().String()
+
+	cfg.Authentication.Authenticator, err = authn.New(authn.Config{
+		ClientCA: clientCA, TokenAuthFile: o.TokenAuthFile, Anonymous: o.AnonymousAuth,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Authorization.Authorizer, cfg.RuleResolver, err = authz.New(o.AuthorizationModes)
+	if err != nil {
+		return nil, err
+	}
+
+	namer := openapinamer.NewDefinitionNamer(ExternalScheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generated.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "idplane", version.String()
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generated.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "idplane", version.String()
+
+	etcdOpts := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig("/registry", nil))
+	etcdOpts.StorageConfig.Transport.ServerList = in.etcdServers
+	etcdOpts.StorageConfig.Transport.TrustedCAFile = o.EtcdCAFile
+	etcdOpts.StorageConfig.Transport.CertFile = o.EtcdCertFile
+	etcdOpts.StorageConfig.Transport.KeyFile = o.EtcdKeyFile
+	etcdOpts.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
+	// No garbage collector runs: deletions are never held for orphaning or foreground cascades.
+	etcdOpts.EnableGarbageCollection = false
+	resourceConfig := serverstorage.NewResourceConfig()
+	for _, g := range served {
+		resourceConfig.EnableVersions(g.gv)
+	}
+	storageFactory := serverstorage.NewDefaultStorageFactory(etcdOpts.StorageConfig, etcdOpts.DefaultStorageMediaType,
+		Codecs, serverstorage.NewDefaultResourceEncodingConfig(Scheme), resourceConfig, nil)
+	// CRDs are never stored; JSON keeps the storage factory from asking for a protobuf codec.
+	storageFactory.SetSerializer(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "application/json", nil)
+	if err := etcdOpts.ApplyWithStorageFactoryTo(storageFactory, cfg); err != nil {
+		return nil, fmt.Errorf("configuring etcd storage: %w", err)
+	}
+
+	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building loopback client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building loopback dynamic client: %w", err)
+	}
+	informerFactory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+	if err := o.Admission.ApplyTo(cfg, informerFactory, client, dyn, cfg.FeatureGate, cfg.EffectiveVersion); err != nil {
+		return nil, fmt.Errorf("configuring admission: %w", err)
+	}
+
+	srv, err := cfg.Complete(informerFactory).New("idplane", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, fmt.Errorf("creating API server: %w", err)
+	}
+	replaceVersionRoute(srv.Handler.GoRestfulContainer)
+	if err := installAPIs(srv, cfg.RESTOptionsGetter); err != nil {
+		return nil, err
+	}
+	if err := addControllers(srv, client, dyn, informerFactory); err != nil {
+		return nil, err
+	}
+	return &preparedServer{srv.PrepareRun()}, nil
+}
+
+type preparedServer struct {
+	prepared interface{ RunWithContext(context.Context) error }
+}
+
+func (p *preparedServer) RunWithContext(ctx context.Context) error {
+	return p.prepared.RunWithContext(ctx)
+}
+
+// replaceVersionRoute serves idplane's version at /version: the library's route reports the
+// component-base build, which says nothing about idplane unless linked with special flags.
+func replaceVersionRoute(c *restful.Container) {
+	for _, ws := range c.RegisteredWebServices() {
+		if ws.RootPath() == "/version" {
+			if err := c.Remove(ws); err != nil {
+				klog.ErrorS(err, "Removing the library's /version route")
+			}
+		}
+	}
+	routes.Version{Version: version.Info()}.Install(c)
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating loopback token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,146 @@
+package defaults
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Node copies capacity into allocatable when the kubelet reported no allocatable, so
+// schedulers reading allocatable see the node's full size rather than nothing.
+func Node(n *corev1.Node) {
+	if n.Status.Allocatable == nil && n.Status.Capacity != nil {
+		n.Status.Allocatable = n.Status.Capacity.DeepCopy()
+	}
+	roundResources(n.Status.Capacity)
+	roundResources(n.Status.Allocatable)
+}
+
+// NodeList defaults every node of the list.
+func NodeList(l *corev1.NodeList) {
+	for i := range l.Items {
+		Node(&l.Items[i])
+	}
+}
+
+// Namespace labels a namespace with its own name (so label selectors can pick namespaces by
+// name) and marks it Active.
+//
+// The "kubernetes" finalizer is deliberately not added here: the namespace controller removes
+// it through the finalize subresource, and defaulting on that decode would put it straight
+// back. It belongs in the create strategy.
+func Namespace(ns *corev1.Namespace) {
+	// A namespace created with generateName has no name yet; it is labelled on a later write.
+	if ns.Name != "" {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[corev1.LabelMetadataName] = ns.Name
+	}
+	if ns.Status.Phase == "" {
+		ns.Status.Phase = corev1.NamespaceActive
+	}
+}
+
+// NamespaceList defaults every namespace of the list.
+func NamespaceList(l *corev1.NamespaceList) {
+	for i := range l.Items {
+		Namespace(&l.Items[i])
+	}
+}
+
+// Secret makes an untyped secret Opaque.
+func Secret(s *corev1.Secret) {
+	if s.Type == "" {
+		s.Type = corev1.SecretTypeOpaque
+	}
+}
+
+// SecretList defaults every secret of the list.
+func SecretList(l *corev1.SecretList) {
+	for i := range l.Items {
+		Secret(&l.Items[i])
+	}
+}
+
+// ConfigMap gives a config map an empty, non-nil data map, as upstream does.
+func ConfigMap(c *corev1.ConfigMap) {
+	if c.Data == nil {
+		c.Data = map[string]string{}
+	}
+}
+
+// ConfigMapList defaults every config map of the list.
+func ConfigMapList(l *corev1.ConfigMapList) {
+	for i := range l.Items {
+		ConfigMap(&l.Items[i])
+	}
+}
+
+// PersistentVolume defaults a volume to Pending, Retain and Filesystem, and its source.
+func PersistentVolume(pv *corev1.PersistentVolume) {
+	if pv.Status.Phase == "" {
+		pv.Status.Phase = corev1.VolumePending
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy == "" {
+		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	}
+	if pv.Spec.VolumeMode == nil {
+		pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+	}
+	persistentVolumeSource(&pv.Spec)
+}
+
+// PersistentVolumeList defaults every volume of the list.
+func PersistentVolumeList(l *corev1.PersistentVolumeList) {
+	for i := range l.Items {
+		PersistentVolume(&l.Items[i])
+	}
+}
+
+// persistentVolumeSource holds the spec defaults shared with the inline volume specs of
+// VolumeAttachments; the reclaim policy and volume mode are not among them, upstream scopes
+// those to the PersistentVolume object.
+func persistentVolumeSource(spec *corev1.PersistentVolumeSpec) {
+	roundResources(spec.Capacity)
+	src := &spec.PersistentVolumeSource
+	if src.HostPath != nil {
+		hostPath(src.HostPath)
+	}
+	if src.RBD != nil {
+		rbd(&src.RBD.RBDPool, &src.RBD.RadosUser, &src.RBD.Keyring)
+	}
+	if src.ISCSI != nil && src.ISCSI.ISCSIInterface == "" {
+		src.ISCSI.ISCSIInterface = "default"
+	}
+	if src.AzureDisk != nil {
+		azureDisk(src.AzureDisk)
+	}
+	if src.ScaleIO != nil {
+		scaleIO(&src.ScaleIO.StorageMode, &src.ScaleIO.FSType)
+	}
+}
+
+// PersistentVolumeClaim defaults a claim to Pending and Filesystem.
+func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
+	if pvc.Status.Phase == "" {
+		pvc.Status.Phase = corev1.ClaimPending
+	}
+	claimSpec(&pvc.Spec)
+	roundResources(pvc.Status.Capacity)
+	roundResources(pvc.Status.AllocatedResources)
+}
+
+// PersistentVolumeClaimList defaults every claim of the list.
+func PersistentVolumeClaimList(l *corev1.PersistentVolumeClaimList) {
+	for i := range l.Items {
+		PersistentVolumeClaim(&l.Items[i])
+	}
+}
+
+func claimSpec(spec *corev1.PersistentVolumeClaimSpec) {
+	if spec.VolumeMode == nil {
+		spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
+	}
+	roundResources(spec.Resources.Limits)
+	roundResources(spec.Resources.Requests)
+}

@@ -1,0 +1,143 @@
+// Package fieldlabels says, per served kind, which fields a field selector may name and how to read
+// them from an object. The scheme's label conversion (which names are accepted) and the stores'
+// attribute functions (what the names select) both come from this one table, so they cannot drift.
+package fieldlabels
+
+import (
+	"fmt"
+	"strconv"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// kind is one kind's selectable fields beyond metadata.name (and metadata.namespace when namespaced).
+type kind struct {
+	gvk        schema.GroupVersionKind
+	namespaced bool
+	// example is an empty object of the kind; extra applied to it lists the selectable names.
+	example runtime.Object
+	extra   func(runtime.Object) fields.Set
+}
+
+var kinds = map[schema.GroupVersionKind]kind{}
+
+func add(k kind) { kinds[k.gvk] = k }
+
+func init() {
+	core := corev1.SchemeGroupVersion
+	add(kind{core.WithKind("Pod"), true, &corev1.Pod{}, func(o runtime.Object) fields.Set {
+		p := o.(*corev1.Pod)
+		return fields.Set{
+			"spec.nodeName":            p.Spec.NodeName,
+			"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+			"spec.schedulerName":       p.Spec.SchedulerName,
+			"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+			"spec.hostNetwork":         strconv.FormatBool(p.Spec.HostNetwork),
+			"status.phase":             string(p.Status.Phase),
+			"status.podIP":             p.Status.PodIP,
+			"status.nominatedNodeName": p.Status.NominatedNodeName,
+		}
+	}})
+	add(kind{core.WithKind("Secret"), true, &corev1.Secret{}, func(o runtime.Object) fields.Set {
+		return fields.Set{"type": string(o.(*corev1.Secret).Type)}
+	}})
+	add(kind{core.WithKind("Namespace"), false, &corev1.Namespace{}, func(o runtime.Object) fields.Set {
+		return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
+	}})
+	add(kind{core.WithKind("Node"), false, &corev1.Node{}, func(o runtime.Object) fields.Set {
+		return fields.Set{"spec.unschedulable": strconv.FormatBool(o.(*corev1.Node).Spec.Unschedulable)}
+	}})
+	add(kind{core.WithKind("Event"), true, &corev1.Event{}, func(o runtime.Object) fields.Set {
+		e := o.(*corev1.Event)
+		source := e.Source.Component
+		if source == "" {
+			source = e.ReportingController
+		}
+		return fields.Set{
+			"involvedObject.kind":            e.InvolvedObject.Kind,
+			"involvedObject.namespace":       e.InvolvedObject.Namespace,
+			"involvedObject.name":            e.InvolvedObject.Name,
+			"involvedObject.uid":             string(e.InvolvedObject.UID),
+			"involvedObject.apiVersion":      e.InvolvedObject.APIVersion,
+			"involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
+			"involvedObject.fieldPath":       e.InvolvedObject.FieldPath,
+			"reason":                         e.Reason,
+			"reportingComponent":             e.ReportingController,
+			"source":                         source,
+			"type":                           e.Type,
+		}
+	}})
+	for _, name := range []string{"ConfigMap", "ServiceAccount", "PersistentVolumeClaim"} {
+		add(kind{core.WithKind(name), true, nil, nil})
+	}
+	add(kind{core.WithKind("PersistentVolume"), false, nil, nil})
+	add(kind{coordinationv1.SchemeGroupVersion.WithKind("Lease"), true, nil, nil})
+}
+
+// Register makes the scheme accept, for each kind, exactly the field labels Attrs produces.
+func Register(s *runtime.Scheme) error {
+	for gvk, k := range kinds {
+		known := k.fieldSet(nil)
+		err := s.AddFieldLabelConversionFunc(gvk, func(label, value string) (string, string, error) {
+			if _, ok := known[label]; ok {
+				return label, value, nil
+			}
+			return "", "", fmt.Errorf("field label not supported: %s", label)
+		})
+		if err != nil {
+			return fmt.Errorf("registering field labels of %s: %w", gvk, err)
+		}
+	}
+	return nil
+}
+
+// fieldSet returns the kind's fields for obj, or every selectable name with empty values when obj
+// is nil.
+func (k kind) fieldSet(obj runtime.Object) fields.Set {
+	set := fields.Set{}
+	if k.extra != nil {
+		if obj == nil {
+			for name := range k.extra(k.example) {
+				set[name] = ""
+			}
+		} else {
+			set = k.extra(obj)
+		}
+	}
+	set["metadata.name"] = ""
+	if k.namespaced {
+		set["metadata.namespace"] = ""
+	}
+	if obj != nil {
+		m, err := meta.Accessor(obj)
+		if err == nil {
+			set["metadata.name"] = m.GetName()
+			if k.namespaced {
+				set["metadata.namespace"] = m.GetNamespace()
+			}
+		}
+	}
+	return set
+}
+
+// AttrsFunc returns the store attribute function for kind gvk: the object's labels and the fields
+// that kind's selectors may name.
+func AttrsFunc(gvk schema.GroupVersionKind) func(runtime.Object) (labels.Set, fields.Set, error) {
+	k, ok := kinds[gvk]
+	if !ok {
+		panic(fmt.Sprintf("fieldlabels: kind %s is not registered", gvk))
+	}
+	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading object metadata: %w", err)
+		}
+		return labels.Set(m.GetLabels()), k.fieldSet(obj), nil
+	}
+}

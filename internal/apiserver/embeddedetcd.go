@@ -62,7 +62,9 @@ func startEmbeddedEtcd(dataDir string) (*embeddedEtcd, error) {
 	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
 	// One member elects itself: short ticks make it ready in milliseconds instead of a second.
 	cfg.TickMs, cfg.ElectionMs = 10, 100
-	cfg.LogLevel = zapcore.ErrorLevel.String()
+	// etcd logs its own orderly shutdown at error level; start-up failures come back from
+	// StartEtcd as errors, so only fatal conditions are worth its log.
+	cfg.LogLevel = zapcore.FatalLevel.String()
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -48,11 +48,20 @@ func NamespaceList(l *corev1.NamespaceList) {
 	}
 }
 
-// Secret makes an untyped secret Opaque.
+// Secret makes an untyped secret Opaque and folds the write-only stringData into data, which
+// upstream does while converting a request to its internal type: idplane has no conversion step,
+// and decoding is the same moment.
 func Secret(s *corev1.Secret) {
 	if s.Type == "" {
 		s.Type = corev1.SecretTypeOpaque
 	}
+	if len(s.StringData) > 0 && s.Data == nil {
+		s.Data = make(map[string][]byte, len(s.StringData))
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
 }
 
 // SecretList defaults every secret of the list.

@@ -113,6 +113,15 @@ func TestSecretAndConfigMap(t *testing.T) {
 	t.Run("typed secret kept", func(t *testing.T) {
 		check(t, Secret, &corev1.Secret{Type: corev1.SecretTypeTLS}, &corev1.Secret{Type: corev1.SecretTypeTLS})
 	})
+	t.Run("stringData folds into data and wins", func(t *testing.T) {
+		check(t, Secret,
+			&corev1.Secret{Data: map[string][]byte{"a": []byte("1"), "b": []byte("2")}, StringData: map[string]string{"b": "two", "c": "3"}},
+			&corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"a": []byte("1"), "b": []byte("two"), "c": []byte("3")}})
+	})
+	t.Run("stringData alone becomes data", func(t *testing.T) {
+		check(t, Secret, &corev1.Secret{StringData: map[string]string{"k": "v"}},
+			&corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"k": []byte("v")}})
+	})
 	t.Run("config map gets empty data", func(t *testing.T) {
 		check(t, ConfigMap, &corev1.ConfigMap{}, &corev1.ConfigMap{Data: map[string]string{}})
 	})

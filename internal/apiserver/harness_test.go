@@ -1,0 +1,74 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// testServer is an in-process server on a free port with embedded etcd in a temporary directory.
+type testServer struct {
+	*Server
+	dataDir string
+	cancel  context.CancelFunc
+	config  *rest.Config
+	client  kubernetes.Interface
+}
+
+func startTestServer(t *testing.T, dataDir string, configure func(*Options)) *testServer {
+	t.Helper()
+	o := NewOptions()
+	o.DataDir = dataDir
+	o.SecurePort = 0
+	if configure != nil {
+		configure(o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := Start(ctx, o)
+	if err != nil {
+		cancel()
+		t.Fatalf("starting server: %v", err)
+	}
+	ts := &testServer{Server: srv, dataDir: dataDir, cancel: cancel}
+	t.Cleanup(ts.stop)
+	ts.config, err = clientcmd.BuildConfigFromFlags("", srv.AdminKubeconfig)
+	if err != nil {
+		t.Fatalf("loading admin kubeconfig: %v", err)
+	}
+	ts.config.QPS, ts.config.Burst = -1, -1
+	ts.client = kubernetes.NewForConfigOrDie(ts.config)
+	waitReady(t, ts.config)
+	return ts
+}
+
+func (ts *testServer) stop() {
+	ts.cancel()
+	if err := ts.Wait(); err != nil {
+		panic("server stopped with error: " + err.Error())
+	}
+}
+
+func waitReady(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		resp, err := client.Get(cfg.Host + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("server not ready: %v", err)
+	}
+}

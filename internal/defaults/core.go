@@ -13,6 +13,13 @@ func Node(n *corev1.Node) {
 	}
 	roundResources(n.Status.Capacity)
 	roundResources(n.Status.Allocatable)
+	// As upstream's v1 conversion: the singular podCIDR is the first of podCIDRs.
+	if n.Spec.PodCIDR != "" && len(n.Spec.PodCIDRs) == 0 {
+		n.Spec.PodCIDRs = []string{n.Spec.PodCIDR}
+	}
+	if len(n.Spec.PodCIDRs) > 0 {
+		n.Spec.PodCIDR = n.Spec.PodCIDRs[0]
+	}
 }
 
 // NodeList defaults every node of the list.

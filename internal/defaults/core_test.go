@@ -49,6 +49,15 @@ func TestNode(t *testing.T) {
 		})
 	}
 
+	t.Run("podCIDR becomes podCIDRs", func(t *testing.T) {
+		check(t, Node, &corev1.Node{Spec: corev1.NodeSpec{PodCIDR: "10.1.0.0/24"}},
+			&corev1.Node{Spec: corev1.NodeSpec{PodCIDR: "10.1.0.0/24", PodCIDRs: []string{"10.1.0.0/24"}}})
+	})
+	t.Run("podCIDRs decide podCIDR", func(t *testing.T) {
+		check(t, Node, &corev1.Node{Spec: corev1.NodeSpec{PodCIDRs: []string{"10.1.0.0/24", "fd00::/64"}}},
+			&corev1.Node{Spec: corev1.NodeSpec{PodCIDR: "10.1.0.0/24", PodCIDRs: []string{"10.1.0.0/24", "fd00::/64"}}})
+	})
+
 	t.Run("allocatable does not alias capacity", func(t *testing.T) {
 		n := &corev1.Node{Status: corev1.NodeStatus{Capacity: capacity.DeepCopy()}}
 		Node(n)

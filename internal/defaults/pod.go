@@ -22,6 +22,29 @@ func Pod(p *corev1.Pod) {
 		hostPortsFromContainerPorts(p.Spec.InitContainers)
 	}
 	podSpec(&p.Spec)
+	syncLegacyPodFields(p)
+}
+
+// syncLegacyPodFields keeps the v1 pod's paired fields in step, as upstream's v1 conversion does:
+// the deprecated spec.serviceAccount mirrors serviceAccountName (and fills it for old clients), and
+// the singular status.podIP/hostIP are the first of their plural lists.
+func syncLegacyPodFields(p *corev1.Pod) {
+	if p.Spec.ServiceAccountName == "" {
+		p.Spec.ServiceAccountName = p.Spec.DeprecatedServiceAccount
+	}
+	p.Spec.DeprecatedServiceAccount = p.Spec.ServiceAccountName
+	if p.Status.PodIP != "" && len(p.Status.PodIPs) == 0 {
+		p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}}
+	}
+	if len(p.Status.PodIPs) > 0 {
+		p.Status.PodIP = p.Status.PodIPs[0].IP
+	}
+	if p.Status.HostIP != "" && len(p.Status.HostIPs) == 0 {
+		p.Status.HostIPs = []corev1.HostIP{{IP: p.Status.HostIP}}
+	}
+	if len(p.Status.HostIPs) > 0 {
+		p.Status.HostIP = p.Status.HostIPs[0].IP
+	}
 }
 
 // PodList defaults every pod of the list.

@@ -66,6 +66,7 @@ func TestPod(t *testing.T) {
 				s.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
 				s.EnableServiceLinks = ptr.To(false)
 				s.ServiceAccountName = "builder"
+				s.DeprecatedServiceAccount = "builder"
 				return s
 			}(),
 		},
@@ -282,5 +283,42 @@ func TestPodIsIdempotent(t *testing.T) {
 	Pod(pod)
 	if !equality.Semantic.DeepEqual(pod, once) {
 		t.Errorf("second defaulting changed the pod:\n%s", diff.Diff(once, pod))
+	}
+}
+
+func TestPodLegacyFields(t *testing.T) {
+	tests := []struct {
+		name     string
+		in, want corev1.Pod
+	}{
+		{
+			name: "deprecated serviceAccount fills serviceAccountName",
+			in:   corev1.Pod{Spec: corev1.PodSpec{DeprecatedServiceAccount: "old"}},
+			want: corev1.Pod{Spec: corev1.PodSpec{ServiceAccountName: "old", DeprecatedServiceAccount: "old"}},
+		},
+		{
+			name: "serviceAccountName wins over the deprecated field",
+			in:   corev1.Pod{Spec: corev1.PodSpec{ServiceAccountName: "new", DeprecatedServiceAccount: "old"}},
+			want: corev1.Pod{Spec: corev1.PodSpec{ServiceAccountName: "new", DeprecatedServiceAccount: "new"}},
+		},
+		{
+			name: "podIP becomes podIPs",
+			in:   corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1", HostIP: "192.0.2.1"}},
+			want: corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}}, HostIP: "192.0.2.1", HostIPs: []corev1.HostIP{{IP: "192.0.2.1"}}}},
+		},
+		{
+			name: "podIPs decide podIP",
+			in:   corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.9", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}}},
+			want: corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.in.DeepCopy()
+			syncLegacyPodFields(got)
+			if !equality.Semantic.DeepEqual(got, &tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

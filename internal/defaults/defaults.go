@@ -11,7 +11,7 @@ import (
 // RegisterDefaults adds idplane's defaulting functions for every served type to s.
 //
 // Types upstream does not default (ServiceAccount, Event, Lease, Binding, Eviction, CSINode,
-// CertificateSigningRequest) get no function, as upstream.
+// CertificateSigningRequest, Role, ClusterRole) get no function, as upstream.
 func RegisterDefaults(s *runtime.Scheme) {
 	register(s, Pod)
 	register(s, PodList)
@@ -29,6 +29,10 @@ func RegisterDefaults(s *runtime.Scheme) {
 	register(s, PersistentVolumeClaimList)
 	register(s, VolumeAttachment)
 	register(s, VolumeAttachmentList)
+	register(s, RoleBinding)
+	register(s, RoleBindingList)
+	register(s, ClusterRoleBinding)
+	register(s, ClusterRoleBindingList)
 }
 
 func register[T any, PT interface {

@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -78,6 +79,12 @@ func init() {
 	}
 	add(kind{core.WithKind("PersistentVolume"), false, nil, nil})
 	add(kind{coordinationv1.SchemeGroupVersion.WithKind("Lease"), true, nil, nil})
+	for _, name := range []string{"Role", "RoleBinding"} {
+		add(kind{rbacv1.SchemeGroupVersion.WithKind(name), true, nil, nil})
+	}
+	for _, name := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		add(kind{rbacv1.SchemeGroupVersion.WithKind(name), false, nil, nil})
+	}
 }
 
 // Register makes the scheme accept, for each kind, exactly the field labels Attrs produces.

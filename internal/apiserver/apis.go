@@ -4,12 +4,17 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/idplane/idplane/internal/registry/apiextensions/customresourcedefinition"
 	"github.com/idplane/idplane/internal/registry/authentication/selfsubjectreview"
+	"github.com/idplane/idplane/internal/registry/authorization/localsubjectaccessreview"
+	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectaccessreview"
+	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectrulesreview"
+	"github.com/idplane/idplane/internal/registry/authorization/subjectaccessreview"
 	"github.com/idplane/idplane/internal/registry/coordination/lease"
 	"github.com/idplane/idplane/internal/registry/core/configmap"
 	"github.com/idplane/idplane/internal/registry/core/event"
@@ -20,36 +25,71 @@ import (
 	"github.com/idplane/idplane/internal/registry/core/pod"
 	"github.com/idplane/idplane/internal/registry/core/secret"
 	"github.com/idplane/idplane/internal/registry/core/serviceaccount"
+	"github.com/idplane/idplane/internal/registry/rbac/clusterrole"
+	"github.com/idplane/idplane/internal/registry/rbac/clusterrolebinding"
+	"github.com/idplane/idplane/internal/registry/rbac/escalation"
+	"github.com/idplane/idplane/internal/registry/rbac/role"
+	"github.com/idplane/idplane/internal/registry/rbac/rolebinding"
 )
 
-type restConstructor func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)
+// apiDeps are what the resources' storage is built from.
+type apiDeps struct {
+	optsGetter generic.RESTOptionsGetter
+	// authorizer and rules are the whole chain, for the review APIs.
+	authorizer authorizer.Authorizer
+	rules      authorizer.RuleResolver
+	// guard refuses roles and bindings that would grant more than their author holds.
+	guard *escalation.Guard
+}
 
-// groups are the served API groups, each with its version and the constructors of its resources.
-var groups = []struct {
+type restConstructor func(apiDeps) (map[string]rest.Storage, error)
+
+type apiGroup struct {
 	group, version string
 	resources      []restConstructor
-}{
+}
+
+// groups are the served API groups, each with its version and the constructors of its resources.
+var groups = []apiGroup{
 	{"", "v1", []restConstructor{
-		namespace.NewREST, node.NewREST, pod.NewREST, secret.NewREST, configmap.NewREST,
-		serviceaccount.NewREST, persistentvolume.NewREST, persistentvolumeclaim.NewREST, event.NewREST,
+		stored(namespace.NewREST), stored(node.NewREST), stored(pod.NewREST), stored(secret.NewREST),
+		stored(configmap.NewREST), stored(serviceaccount.NewREST), stored(persistentvolume.NewREST),
+		stored(persistentvolumeclaim.NewREST), stored(event.NewREST),
 	}},
-	{"coordination.k8s.io", "v1", []restConstructor{lease.NewREST}},
-	{"authentication.k8s.io", "v1", []restConstructor{staticREST("selfsubjectreviews", &selfsubjectreview.REST{})}},
-	{"apiextensions.k8s.io", "v1", []restConstructor{staticREST("customresourcedefinitions", customresourcedefinition.New())}},
+	{"coordination.k8s.io", "v1", []restConstructor{stored(lease.NewREST)}},
+	{"authentication.k8s.io", "v1", []restConstructor{static("selfsubjectreviews", &selfsubjectreview.REST{})}},
+	{"authorization.k8s.io", "v1", []restConstructor{func(d apiDeps) (map[string]rest.Storage, error) {
+		return map[string]rest.Storage{
+			"subjectaccessreviews":      subjectaccessreview.NewREST(d.authorizer),
+			"selfsubjectaccessreviews":  selfsubjectaccessreview.NewREST(d.authorizer),
+			"localsubjectaccessreviews": localsubjectaccessreview.NewREST(d.authorizer),
+			"selfsubjectrulesreviews":   selfsubjectrulesreview.NewREST(d.rules),
+		}, nil
+	}}},
+	{"rbac.authorization.k8s.io", "v1", []restConstructor{
+		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
+	}},
+	{"apiextensions.k8s.io", "v1", []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}},
 }
 
-func staticREST(resource string, s rest.Storage) restConstructor {
-	return func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error) {
-		return map[string]rest.Storage{resource: s}, nil
-	}
+func stored(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)) restConstructor {
+	return func(d apiDeps) (map[string]rest.Storage, error) { return newREST(Scheme, d.optsGetter) }
 }
 
-func installAPIs(srv *genericapiserver.GenericAPIServer, optsGetter generic.RESTOptionsGetter) error {
+func guarded(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter, *escalation.Guard) (map[string]rest.Storage, error)) restConstructor {
+	return func(d apiDeps) (map[string]rest.Storage, error) { return newREST(Scheme, d.optsGetter, d.guard) }
+}
+
+func static(resource string, s rest.Storage) restConstructor {
+	return func(apiDeps) (map[string]rest.Storage, error) { return map[string]rest.Storage{resource: s}, nil }
+}
+
+func installAPIs(srv *genericapiserver.GenericAPIServer, d apiDeps) error {
 	for _, g := range groups {
 		info := genericapiserver.NewDefaultAPIGroupInfo(g.group, Scheme, ParameterCodec, Codecs)
 		storage := map[string]rest.Storage{}
 		for _, newREST := range g.resources {
-			resources, err := newREST(Scheme, optsGetter)
+			resources, err := newREST(d)
 			if err != nil {
 				return err
 			}

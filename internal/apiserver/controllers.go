@@ -3,15 +3,21 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
+	"github.com/idplane/idplane/internal/authz/rbac"
+	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
+	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
 )
 
@@ -19,28 +25,43 @@ import (
 // being deleted.
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory) error {
+// addControllers registers the built-in controllers and start-up tasks as post-start hooks; the
+// server reports ready only once every hook has returned.
+func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer) error {
 	namespaces, err := namespacecontroller.New(client, dyn, factory.Core().V1().Namespaces())
 	if err != nil {
 		return err
 	}
-	err = srv.AddPostStartHook("start-informers", func(ctx genericapiserver.PostStartHookContext) error {
-		factory.Start(ctx.Done())
-		return nil
-	})
+	aggregation, err := clusterroleaggregation.New(client, factory.Rbac().V1().ClusterRoles())
 	if err != nil {
 		return err
 	}
-	err = srv.AddPostStartHook("system-namespaces", func(ctx genericapiserver.PostStartHookContext) error {
-		return ensureNamespaces(ctx, client)
-	})
-	if err != nil {
-		return err
+	hooks := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"start-informers", func(ctx context.Context) error {
+			factory.Start(ctx.Done())
+			return nil
+		}},
+		{"system-namespaces", func(ctx context.Context) error { return ensureNamespaces(ctx, client) }},
+		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, client, rbacIndex) }},
+		{"namespace-controller", func(ctx context.Context) error {
+			go namespaces.Run(ctx, 2)
+			return nil
+		}},
+		{"clusterrole-aggregation-controller", func(ctx context.Context) error {
+			go aggregation.Run(ctx, 1)
+			return nil
+		}},
 	}
-	return srv.AddPostStartHook("namespace-controller", func(ctx genericapiserver.PostStartHookContext) error {
-		go namespaces.Run(ctx, 2)
-		return nil
-	})
+	for _, h := range hooks {
+		err := srv.AddPostStartHook(h.name, func(ctx genericapiserver.PostStartHookContext) error { return h.run(ctx) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func ensureNamespaces(ctx context.Context, client kubernetes.Interface) error {
@@ -51,4 +72,22 @@ func ensureNamespaces(ctx context.Context, client kubernetes.Interface) error {
 		}
 	}
 	return nil
+}
+
+// bootstrapRBAC reconciles the default policy, retrying while the server is still coming up, and
+// then waits until the RBAC index has seen it, so that a ready server authorizes by it.
+func bootstrapRBAC(ctx context.Context, client kubernetes.Interface, index *rbac.Authorizer) error {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := bootstrap.Reconcile(ctx, client); err != nil {
+			klog.ErrorS(err, "Reconciling the bootstrap RBAC policy; retrying")
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("reconciling the bootstrap RBAC policy: %w", err)
+	}
+	return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		return index.HasSynced(), nil
+	})
 }

@@ -76,7 +76,7 @@ func (o *Options) Validate() error {
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile go together"))
 	}
-	if _, _, err := authz.New(o.AuthorizationModes); err != nil {
+	if err := authz.ValidateModes(o.AuthorizationModes); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.Admission.Validate()...)

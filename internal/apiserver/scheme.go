@@ -2,9 +2,11 @@ package apiserver
 
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,6 +53,14 @@ var served = []struct {
 	}},
 	{authenticationv1.SchemeGroupVersion, authenticationv1.AddToScheme, []runtime.Object{
 		&authenticationv1.SelfSubjectReview{},
+	}},
+	{authorizationv1.SchemeGroupVersion, authorizationv1.AddToScheme, []runtime.Object{
+		&authorizationv1.SubjectAccessReview{}, &authorizationv1.SelfSubjectAccessReview{},
+		&authorizationv1.LocalSubjectAccessReview{}, &authorizationv1.SelfSubjectRulesReview{},
+	}},
+	{rbacv1.SchemeGroupVersion, rbacv1.AddToScheme, []runtime.Object{
+		&rbacv1.Role{}, &rbacv1.RoleList{}, &rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{},
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{},
 	}},
 	{apiextensionsv1.SchemeGroupVersion, apiextensionsv1.AddToScheme, []runtime.Object{
 		&apiextensionsv1.CustomResourceDefinition{}, &apiextensionsv1.CustomResourceDefinitionList{},

@@ -32,9 +32,11 @@ import (
 
 	"github.com/idplane/idplane/internal/authn"
 	"github.com/idplane/idplane/internal/authz"
+	"github.com/idplane/idplane/internal/authz/rbac"
 	generated "github.com/idplane/idplane/internal/generated/openapi"
 	"github.com/idplane/idplane/internal/kubeconfig"
 	"github.com/idplane/idplane/internal/pki"
+	"github.com/idplane/idplane/internal/registry/rbac/escalation"
 	"github.com/idplane/idplane/internal/version"
 )
 
@@ -185,13 +187,29 @@ func build(o *Options, in buildInput) (*preparedServer, error) {
 	cfg.LoopbackClientConfig.QPS, cfg.LoopbackClientConfig.Burst = -1, -1
 	cfg.ExternalAddress = in.listener.Addr().String()
 
+	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building loopback client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg.LoopbackClientConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building loopback dynamic client: %w", err)
+	}
+	informerFactory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+
 	cfg.Authentication.Authenticator, err = authn.New(authn.Config{
 		ClientCA: clientCA, TokenAuthFile: o.TokenAuthFile, Anonymous: o.AnonymousAuth,
 	})
 	if err != nil {
 		return nil, err
 	}
-	cfg.Authorization.Authorizer, cfg.RuleResolver, err = authz.New(o.AuthorizationModes)
+	// The RBAC index exists whatever the modes: escalation checks on roles and bindings need it
+	// even when RBAC does not authorize requests.
+	rbacIndex, err := rbac.New(informerFactory.Rbac().V1())
+	if err != nil {
+		return nil, fmt.Errorf("building the RBAC index: %w", err)
+	}
+	cfg.Authorization.Authorizer, cfg.RuleResolver, err = authz.New(o.AuthorizationModes, authz.Sources{RBAC: rbacIndex})
 	if err != nil {
 		return nil, err
 	}
@@ -222,15 +240,6 @@ func build(o *Options, in buildInput) (*preparedServer, error) {
 		return nil, fmt.Errorf("configuring etcd storage: %w", err)
 	}
 
-	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
-	if err != nil {
-		return nil, fmt.Errorf("building loopback client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg.LoopbackClientConfig)
-	if err != nil {
-		return nil, fmt.Errorf("building loopback dynamic client: %w", err)
-	}
-	informerFactory := informers.NewSharedInformerFactory(client, 10*time.Minute)
 	if err := o.Admission.ApplyTo(cfg, informerFactory, client, dyn, cfg.FeatureGate, cfg.EffectiveVersion); err != nil {
 		return nil, fmt.Errorf("configuring admission: %w", err)
 	}
@@ -240,10 +249,16 @@ func build(o *Options, in buildInput) (*preparedServer, error) {
 		return nil, fmt.Errorf("creating API server: %w", err)
 	}
 	replaceVersionRoute(srv.Handler.GoRestfulContainer)
-	if err := installAPIs(srv, cfg.RESTOptionsGetter); err != nil {
+	err = installAPIs(srv, apiDeps{
+		optsGetter: cfg.RESTOptionsGetter,
+		authorizer: cfg.Authorization.Authorizer,
+		rules:      cfg.RuleResolver,
+		guard:      &escalation.Guard{Authorizer: cfg.Authorization.Authorizer, Rules: rbacIndex},
+	})
+	if err != nil {
 		return nil, err
 	}
-	if err := addControllers(srv, client, dyn, informerFactory); err != nil {
+	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex); err != nil {
 		return nil, err
 	}
 	return &preparedServer{srv.PrepareRun()}, nil

@@ -3,6 +3,7 @@
 package authz
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,19 +18,33 @@ import (
 const (
 	ModeAlwaysAllow = "AlwaysAllow"
 	ModeAlwaysDeny  = "AlwaysDeny"
+	ModeRBAC        = "RBAC"
 )
 
-// DefaultModes is the default --authorization-mode: only system:masters passes.
-var DefaultModes = []string{ModeAlwaysDeny}
+// DefaultModes is the default --authorization-mode.
+var DefaultModes = []string{ModeRBAC}
 
-type mode interface {
+// Mode is one authorizer of the chain; it can also list what a user may do.
+type Mode interface {
 	authorizer.Authorizer
 	authorizer.RuleResolver
 }
 
-var modes = map[string]func() mode{
-	ModeAlwaysAllow: func() mode { return authorizerfactory.NewAlwaysAllowAuthorizer() },
-	ModeAlwaysDeny:  func() mode { return authorizerfactory.NewAlwaysDenyAuthorizer() },
+// Sources are the server-state-backed authorizers the modes are built from.
+type Sources struct {
+	// RBAC answers mode RBAC from its index of roles and bindings.
+	RBAC Mode
+}
+
+var modes = map[string]func(Sources) (Mode, error){
+	ModeAlwaysAllow: func(Sources) (Mode, error) { return authorizerfactory.NewAlwaysAllowAuthorizer(), nil },
+	ModeAlwaysDeny:  func(Sources) (Mode, error) { return authorizerfactory.NewAlwaysDenyAuthorizer(), nil },
+	ModeRBAC: func(s Sources) (Mode, error) {
+		if s.RBAC == nil {
+			return nil, errors.New("mode RBAC needs the RBAC index")
+		}
+		return s.RBAC, nil
+	},
 }
 
 // Modes lists the known mode names, sorted.
@@ -42,11 +57,27 @@ func Modes() []string {
 	return names
 }
 
+// ValidateModes checks a --authorization-mode value: known names, each once, at least one.
+func ValidateModes(modeNames []string) error {
+	if len(modeNames) == 0 {
+		return fmt.Errorf("at least one authorization mode is required (known: %s)", strings.Join(Modes(), ","))
+	}
+	for i, name := range modeNames {
+		if _, ok := modes[name]; !ok {
+			return fmt.Errorf("unknown authorization mode %q (known: %s)", name, strings.Join(Modes(), ","))
+		}
+		if slices.Contains(modeNames[:i], name) {
+			return fmt.Errorf("authorization mode %q given twice", name)
+		}
+	}
+	return nil
+}
+
 // New returns the authorizer for the ordered mode names, and the rule resolver that answers
 // "what may this user do" for the same chain.
-func New(modeNames []string) (authorizer.Authorizer, authorizer.RuleResolver, error) {
-	if len(modeNames) == 0 {
-		return nil, nil, fmt.Errorf("at least one authorization mode is required (known: %s)", strings.Join(Modes(), ","))
+func New(modeNames []string, src Sources) (authorizer.Authorizer, authorizer.RuleResolver, error) {
+	if err := ValidateModes(modeNames); err != nil {
+		return nil, nil, err
 	}
 	chain := []union.NamedAuthorizer{{
 		AuthorizerName: "privileged-groups",
@@ -54,14 +85,10 @@ func New(modeNames []string) (authorizer.Authorizer, authorizer.RuleResolver, er
 	}}
 	var resolvers []authorizer.RuleResolver
 	for _, name := range modeNames {
-		newMode, ok := modes[name]
-		if !ok {
-			return nil, nil, fmt.Errorf("unknown authorization mode %q (known: %s)", name, strings.Join(Modes(), ","))
+		m, err := modes[name](src)
+		if err != nil {
+			return nil, nil, fmt.Errorf("authorization mode %s: %w", name, err)
 		}
-		if slices.ContainsFunc(chain, func(a union.NamedAuthorizer) bool { return a.AuthorizerName == name }) {
-			return nil, nil, fmt.Errorf("authorization mode %q given twice", name)
-		}
-		m := newMode()
 		chain = append(chain, union.NamedAuthorizer{AuthorizerName: name, Authorizer: m})
 		resolvers = append(resolvers, m)
 	}

@@ -16,10 +16,11 @@ func TestNewRejectsBadModes(t *testing.T) {
 		{"none", nil},
 		{"unknown", []string{"Webhook"}},
 		{"duplicate", []string{ModeAlwaysDeny, ModeAlwaysDeny}},
+		{"RBAC without its index", []string{ModeRBAC}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := New(tc.modes); err == nil {
+			if _, _, err := New(tc.modes, Sources{}); err == nil {
 				t.Errorf("New(%v) succeeded", tc.modes)
 			}
 		})
@@ -43,7 +44,7 @@ func TestDecisions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, _, err := New(tc.modes)
+			a, _, err := New(tc.modes, Sources{})
 			if err != nil {
 				t.Fatal(err)
 			}

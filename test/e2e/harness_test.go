@@ -463,6 +463,14 @@ func (s *server) clientKubeconfig(t *testing.T, certPEM, keyPEM []byte) string {
 	return path
 }
 
+// userKubeconfig writes a kubeconfig for a user whose client certificate the server's own CA
+// signed, so the server authenticates it as user in groups.
+func (s *server) userKubeconfig(t *testing.T, user string, groups ...string) string {
+	t.Helper()
+	cert, key := s.serverCA(t).issueClient(t, user, groups...)
+	return s.clientKubeconfig(t, cert, key)
+}
+
 func newKey(t *testing.T) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -30,6 +30,8 @@ import (
 	"github.com/idplane/idplane/internal/registry/rbac/escalation"
 	"github.com/idplane/idplane/internal/registry/rbac/role"
 	"github.com/idplane/idplane/internal/registry/rbac/rolebinding"
+	"github.com/idplane/idplane/internal/registry/storage/csinode"
+	"github.com/idplane/idplane/internal/registry/storage/volumeattachment"
 )
 
 // apiDeps are what the resources' storage is built from.
@@ -69,6 +71,7 @@ var groups = []apiGroup{
 	{"rbac.authorization.k8s.io", "v1", []restConstructor{
 		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
 	}},
+	{"storage.k8s.io", "v1", []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}},
 	{"apiextensions.k8s.io", "v1", []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}},
 }
 

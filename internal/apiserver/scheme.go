@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,6 +62,9 @@ var served = []struct {
 	{rbacv1.SchemeGroupVersion, rbacv1.AddToScheme, []runtime.Object{
 		&rbacv1.Role{}, &rbacv1.RoleList{}, &rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{},
 		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{},
+	}},
+	{storagev1.SchemeGroupVersion, storagev1.AddToScheme, []runtime.Object{
+		&storagev1.VolumeAttachment{}, &storagev1.VolumeAttachmentList{}, &storagev1.CSINode{}, &storagev1.CSINodeList{},
 	}},
 	{apiextensionsv1.SchemeGroupVersion, apiextensionsv1.AddToScheme, []runtime.Object{
 		&apiextensionsv1.CustomResourceDefinition{}, &apiextensionsv1.CustomResourceDefinitionList{},

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -84,6 +85,9 @@ func init() {
 	}
 	for _, name := range []string{"ClusterRole", "ClusterRoleBinding"} {
 		add(kind{rbacv1.SchemeGroupVersion.WithKind(name), false, nil, nil})
+	}
+	for _, name := range []string{"VolumeAttachment", "CSINode"} {
+		add(kind{storagev1.SchemeGroupVersion.WithKind(name), false, nil, nil})
 	}
 }
 

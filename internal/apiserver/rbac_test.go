@@ -121,9 +121,15 @@ func TestRBACAuthorizesThroughBindings(t *testing.T) {
 		do      func() error
 		allowed bool
 	}{
-		{"user binding: get in its namespace", func() error { _, err := alice.CoreV1().Secrets("team-a").Get(ctx, "two", metav1.GetOptions{}); return err }, true},
+		{"user binding: get in its namespace", func() error {
+			_, err := alice.CoreV1().Secrets("team-a").Get(ctx, "two", metav1.GetOptions{})
+			return err
+		}, true},
 		{"user binding: list in its namespace", func() error { _, err := alice.CoreV1().Secrets("team-a").List(ctx, metav1.ListOptions{}); return err }, true},
-		{"user binding: not in another namespace", func() error { _, err := alice.CoreV1().Secrets("team-b").Get(ctx, "one", metav1.GetOptions{}); return err }, false},
+		{"user binding: not in another namespace", func() error {
+			_, err := alice.CoreV1().Secrets("team-b").Get(ctx, "one", metav1.GetOptions{})
+			return err
+		}, false},
 		{"user binding: verb not granted", func() error { return alice.CoreV1().Secrets("team-a").Delete(ctx, "one", metav1.DeleteOptions{}) }, false},
 		{"resourceNames: the named object", func() error {
 			_, err := alice.CoreV1().ConfigMaps("team-a").Get(ctx, "only-this", metav1.GetOptions{})
@@ -132,10 +138,19 @@ func TestRBACAuthorizesThroughBindings(t *testing.T) {
 			}
 			return err
 		}, true},
-		{"resourceNames: another object", func() error { _, err := alice.CoreV1().ConfigMaps("team-a").Get(ctx, "other", metav1.GetOptions{}); return err }, false},
+		{"resourceNames: another object", func() error {
+			_, err := alice.CoreV1().ConfigMaps("team-a").Get(ctx, "other", metav1.GetOptions{})
+			return err
+		}, false},
 		{"subresource granted, not the resource", func() error { _, err := alice.CoreV1().Pods("team-a").Get(ctx, "p", metav1.GetOptions{}); return err }, false},
-		{"group binding", func() error { _, err := auditor.CoreV1().Secrets("team-a").Get(ctx, "one", metav1.GetOptions{}); return err }, true},
-		{"no binding", func() error { _, err := bob.CoreV1().Secrets("team-a").Get(ctx, "one", metav1.GetOptions{}); return err }, false},
+		{"group binding", func() error {
+			_, err := auditor.CoreV1().Secrets("team-a").Get(ctx, "one", metav1.GetOptions{})
+			return err
+		}, true},
+		{"no binding", func() error {
+			_, err := bob.CoreV1().Secrets("team-a").Get(ctx, "one", metav1.GetOptions{})
+			return err
+		}, false},
 		{"non-resource URL granted", func() error { return alice.Discovery().RESTClient().Get().AbsPath("/metrics").Do(ctx).Error() }, true},
 		{"non-resource URL not granted", func() error { return bob.Discovery().RESTClient().Get().AbsPath("/metrics").Do(ctx).Error() }, false},
 		{"basic-user: everyone may ask who they are", func() error {

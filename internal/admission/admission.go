@@ -7,6 +7,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+
+	"github.com/idplane/idplane/internal/admission/noderestriction"
 )
 
 // plugins are every built plugin, in the fixed order of the design: NamespaceLifecycle,
@@ -18,6 +20,7 @@ var plugins = []struct {
 	register func(*admission.Plugins)
 }{
 	{lifecycle.PluginName, lifecycle.Register},
+	{noderestriction.PluginName, noderestriction.Register},
 }
 
 // NewOptions returns admission options whose default is every plugin on, in order.

@@ -1,0 +1,230 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
+)
+
+// wait bounds waits that succeed in a correct implementation: generous, since only a bug
+// makes a test take it.
+const wait = 10 * time.Second
+
+// fixedRevisions reports the same revisions on every read.
+type fixedRevisions map[string]int64
+
+func (f fixedRevisions) LatestRevisions(context.Context) (map[string]int64, error) { return f, nil }
+
+// gatedSource reports latest; each read announces itself on called and, while gate is
+// non-nil, waits for a value on gate before answering.
+type gatedSource struct {
+	latest map[string]int64
+	err    error
+	reads  atomic.Int32
+	called chan struct{}
+	gate   chan struct{}
+}
+
+func newGatedSource(latest map[string]int64, gated bool) *gatedSource {
+	s := &gatedSource{latest: latest, called: make(chan struct{}, 100)}
+	if gated {
+		s.gate = make(chan struct{})
+	}
+	return s
+}
+
+func (s *gatedSource) LatestRevisions(ctx context.Context) (map[string]int64, error) {
+	s.reads.Add(1)
+	s.called <- struct{}{}
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.latest, s.err
+}
+
+type decision struct {
+	d      authorizer.Decision
+	reason string
+}
+
+// staleGraph starts a populator on informers over a fake clientset holding pod ns/p, which
+// uses secret s, pauses the populator, and binds the pod to node n1 at revision 7: storage
+// has the binding, the graph does not.
+func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Authorizer, *Populator) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pod := newPod("ns", "p", "", withSecretVolume("s"), withRV("6"))
+	client := fake.NewClientset(pod)
+	g, p, factory := newPopulator(t, client)
+	factory.Start(ctx.Done())
+	t.Cleanup(func() {
+		p.Resume()
+		cancel()
+		factory.Shutdown()
+	})
+	if !cache.WaitForCacheSync(ctx.Done(), p.HasSynced) {
+		t.Fatal("populator did not sync")
+	}
+	p.Pause()
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName, bound.ResourceVersion = "n1", "7"
+	if _, err := client.CoreV1().Pods("ns").Update(ctx, bound, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return NewAuthorizer(g, NewFreshness(src, p, maxWait), bootstrap.NodeRules()), p
+}
+
+func authorizeAsync(t *testing.T, a *Authorizer, node string, r request) <-chan decision {
+	out := make(chan decision, 1)
+	attrs := r.attrs(t, nodeUser(node))
+	go func() {
+		d, reason, _ := a.Authorize(context.Background(), attrs)
+		out <- decision{d, reason}
+	}()
+	return out
+}
+
+// TestNoDenialFromAStaleGraph is the issue's scenario: a pod is bound, and its node reads
+// the secret before this server's graph has the pod. Released within the bound, the
+// populator applies the pod and the read is allowed.
+func TestNoDenialFromAStaleGraph(t *testing.T) {
+	src := newGatedSource(map[string]int64{"pods": 7}, false)
+	a, p := staleGraph(t, src, wait)
+	result := authorizeAsync(t, a, "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "s"})
+	<-src.called
+	select {
+	case r := <-result:
+		t.Fatalf("decided before the graph caught up: %v %q", r.d, r.reason)
+	default:
+	}
+	p.Resume()
+	if r := <-result; r.d != authorizer.DecisionAllow {
+		t.Errorf("decision = %v (%q), want Allow", r.d, r.reason)
+	}
+}
+
+// TestStaleGraphDeniedAfterMaxWait keeps the populator paused: the request is refused once
+// the bound has passed, not before.
+func TestStaleGraphDeniedAfterMaxWait(t *testing.T) {
+	const maxWait = 100 * time.Millisecond
+	a, _ := staleGraph(t, fixedRevisions{"pods": 7}, maxWait)
+	start := time.Now()
+	r := <-authorizeAsync(t, a, "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "s"})
+	if elapsed := time.Since(start); elapsed < maxWait {
+		t.Errorf("refused after %v, before the %v bound", elapsed, maxWait)
+	}
+	want := `no relationship found between node "n1" and secret "ns/s"`
+	if r.d != authorizer.DecisionNoOpinion || r.reason != want {
+		t.Errorf("decision = %v %q, want NoOpinion %q", r.d, r.reason, want)
+	}
+}
+
+// TestFreshGraphDeniesAtOnce: when the graph is current, an unrelated object is refused
+// after one revision read, without waiting out the bound.
+func TestFreshGraphDeniesAtOnce(t *testing.T) {
+	src := newGatedSource(map[string]int64{"pods": 0}, false)
+	g, p, _ := newPopulator(t, fake.NewClientset())
+	a := NewAuthorizer(g, NewFreshness(src, p, wait), bootstrap.NodeRules())
+	start := time.Now()
+	if d, _ := decide(t, a, "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "unrelated"}); d != authorizer.DecisionNoOpinion {
+		t.Errorf("decision = %v, want NoOpinion", d)
+	}
+	if elapsed := time.Since(start); elapsed > wait/2 {
+		t.Errorf("refusal took %v", elapsed)
+	}
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("%d revision reads, want 1", n)
+	}
+}
+
+// TestWaitFreshSharesReads: waiters arriving while a read runs share the next read, not
+// the running one, which may predate what they need to see.
+func TestWaitFreshSharesReads(t *testing.T) {
+	src := newGatedSource(map[string]int64{}, true)
+	_, p, _ := newPopulator(t, fake.NewClientset())
+	f := NewFreshness(src, p, wait)
+
+	first := f.join()
+	<-src.called
+	second, third := f.join(), f.join()
+	if second == first || third != second {
+		t.Fatalf("waiters arriving during a read got reads %p, %p; want one new read, not the running %p", second, third, first)
+	}
+	src.gate <- struct{}{}
+	<-first.done
+	<-src.called
+	if fourth := f.join(); fourth == second {
+		t.Error("a waiter arriving during the second read joined it")
+	}
+	src.gate <- struct{}{}
+	<-second.done
+	<-src.called
+	src.gate <- struct{}{}
+	if n := src.reads.Load(); n != 3 {
+		t.Errorf("%d reads for four waiters in three arrival groups, want 3", n)
+	}
+}
+
+// TestWaitFreshConcurrent has many waiters at once, for the race detector.
+func TestWaitFreshConcurrent(t *testing.T) {
+	src := newGatedSource(map[string]int64{"pods": 3}, false)
+	_, p, _ := newPopulator(t, fake.NewClientset())
+	f := NewFreshness(src, p, wait)
+	const waiters = 20
+	done := make(chan bool, waiters)
+	for range waiters {
+		go func() { done <- f.WaitFresh(context.Background()) }()
+	}
+	p.addPod(newPod("ns", "p", "n1", withRV("3")))
+	for range waiters {
+		if !<-done {
+			t.Error("a waiter did not see the graph catch up")
+		}
+	}
+	if n := src.reads.Load(); n > waiters {
+		t.Errorf("%d reads for %d waiters", n, waiters)
+	}
+}
+
+func TestWaitFreshGivesUp(t *testing.T) {
+	cases := []struct {
+		name    string
+		src     func() *gatedSource
+		ctx     func() context.Context
+		maxWait time.Duration
+	}{
+		{"storage error", func() *gatedSource {
+			s := newGatedSource(nil, false)
+			s.err = errors.New("etcd unavailable")
+			return s
+		}, context.Background, wait},
+		{"read outlasts the bound", func() *gatedSource { return newGatedSource(nil, true) }, context.Background, 50 * time.Millisecond},
+		{"request ends", func() *gatedSource { return newGatedSource(nil, true) }, func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}, wait},
+		{"graph behind", func() *gatedSource { return newGatedSource(map[string]int64{"volumeattachments": 4}, false) }, context.Background, 50 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, p, _ := newPopulator(t, fake.NewClientset())
+			if got := NewFreshness(tc.src(), p, tc.maxWait).WaitFresh(tc.ctx()); got {
+				t.Error("WaitFresh = true, want false")
+			}
+		})
+	}
+}

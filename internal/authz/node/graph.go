@@ -1,0 +1,344 @@
+// Package node is the Node authorizer: a node may read a secret, configmap, claim, volume or
+// service account only when one of the pods bound to it uses that object, and may otherwise
+// do what the fixed system:node policy allows.
+//
+// The relationships come from watches of pods, PersistentVolumes and VolumeAttachments and
+// point toward nodes:
+//
+//	node <- pod <- secret, configmap, serviceaccount, persistentvolumeclaim, resourceclaim
+//	                                  persistentvolumeclaim <- persistentvolume <- secret
+//	node <- volumeattachment
+//
+// Rather than walking these edges for every request, the graph keeps the set of (node,
+// object) pairs joined by a path, each with the number of paths. Writers update that set
+// incrementally as pods and volumes come and go; a decision is one lookup in it, which
+// takes no lock, writes no memory and allocates nothing, so it costs the same for a node
+// with thousands of pods as for one with ten, and goes on at full speed while writers
+// change the graph.
+package node
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// objKey names an object a node may reach; namespace is empty for cluster-scoped kinds.
+type objKey struct {
+	kind      kind
+	namespace string
+	name      string
+}
+
+// nsName is the key of a namespaced object.
+type nsName struct {
+	namespace, name string
+}
+
+// pvRecord is a PersistentVolume bound, through its claimRef, to a claim.
+type pvRecord struct {
+	claim   nsName
+	secrets []pvSecret
+}
+
+func (r pvRecord) equal(o pvRecord) bool {
+	return r.claim == o.claim && slices.Equal(r.secrets, o.secrets)
+}
+
+// nodeCount says how many pods bound to node use a claim.
+type nodeCount struct {
+	node  string
+	count int32
+}
+
+// Graph is the set of relationships between nodes and the objects their pods use.
+type Graph struct {
+	// mu serializes writers and guards the maps below. Decisions never take it; Explain
+	// reads under it.
+	mu   sync.RWMutex
+	pods map[nsName]podRecord
+	pvs  map[string]pvRecord
+	// pvsByClaim lists the volumes whose claimRef names a claim: usually one.
+	pvsByClaim map[nsName][]string
+	// claimNodes lists, per claim, the nodes whose pods use it, so that binding a volume
+	// to the claim reaches every such node without looking at pods.
+	claimNodes  map[nsName][]nodeCount
+	attachments map[string]string
+	// scratch collects the keys of one update; reused under mu to save allocations.
+	scratch []objKey
+
+	reach *reachSet
+}
+
+// NewGraph returns an empty graph.
+func NewGraph() *Graph {
+	return &Graph{
+		pods:        map[nsName]podRecord{},
+		pvs:         map[string]pvRecord{},
+		pvsByClaim:  map[nsName][]string{},
+		claimNodes:  map[nsName][]nodeCount{},
+		attachments: map[string]string{},
+		reach:       newReachSet(),
+	}
+}
+
+// reaches reports whether node has a path to the object. It is the whole of a decision's
+// work on the graph.
+func (g *Graph) reaches(node string, k kind, namespace, name string) bool {
+	return g.reach.has(node, k, namespace, name)
+}
+
+// AddPod records the objects a pod uses for the node it is bound to, replacing what an
+// earlier version of the pod recorded. A pod not bound to a node grants nothing.
+func (g *Graph) AddPod(pod *corev1.Pod) {
+	key := nsName{pod.Namespace, pod.Name}
+	if pod.Spec.NodeName == "" {
+		g.DeletePod(key.namespace, key.name)
+		return
+	}
+	rec := newPodRecord(pod.Spec.NodeName, podReferences(pod))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, ok := g.pods[key]; ok {
+		if old == rec {
+			return
+		}
+		g.applyPodLocked(key, old, -1)
+	}
+	g.pods[key] = rec
+	g.applyPodLocked(key, rec, 1)
+}
+
+// DeletePod withdraws everything the pod granted its node.
+func (g *Graph) DeletePod(namespace, name string) {
+	key := nsName{namespace, name}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, ok := g.pods[key]; ok {
+		g.applyPodLocked(key, old, -1)
+		delete(g.pods, key)
+	}
+}
+
+// applyPodLocked adds (delta 1) or withdraws (delta -1) the paths a pod opens for its node:
+// to the pod itself, to what it references, and through each claim to the volumes bound to
+// it and their secrets.
+func (g *Graph) applyPodLocked(pod nsName, rec podRecord, delta int32) {
+	node := rec.node()
+	keys := append(g.scratch[:0], objKey{kindPod, pod.namespace, pod.name})
+	for r := range rec.refs() {
+		keys = append(keys, objKey{r.kind, pod.namespace, r.name})
+		if r.kind != kindPVC {
+			continue
+		}
+		claim := nsName{pod.namespace, r.name}
+		g.countClaimUserLocked(claim, node, delta)
+		for _, pv := range g.pvsByClaim[claim] {
+			keys = g.appendPVKeysLocked(keys, pv)
+		}
+	}
+	g.scratch = keys
+	g.applyLocked(node, keys, delta)
+}
+
+// countClaimUserLocked keeps claimNodes current as a pod using claim arrives on or leaves
+// node.
+func (g *Graph) countClaimUserLocked(claim nsName, node string, delta int32) {
+	users := g.claimNodes[claim]
+	i := slices.IndexFunc(users, func(u nodeCount) bool { return u.node == node })
+	switch {
+	case i < 0 && delta > 0:
+		g.claimNodes[claim] = append(users, nodeCount{node, delta})
+	case i < 0:
+		// Withdrawing a user never counted: nothing to undo.
+	case users[i].count+delta > 0:
+		users[i].count += delta
+	case len(users) == 1:
+		delete(g.claimNodes, claim)
+	default:
+		g.claimNodes[claim] = slices.Delete(users, i, i+1)
+	}
+}
+
+// appendPVKeysLocked appends the volume and the secrets it grants.
+func (g *Graph) appendPVKeysLocked(keys []objKey, pv string) []objKey {
+	keys = append(keys, objKey{kindPV, "", pv})
+	for _, s := range g.pvs[pv].secrets {
+		keys = append(keys, objKey{kindSecret, s.namespace, s.name})
+	}
+	return keys
+}
+
+// AddPV records the claim a PersistentVolume is bound to and the secrets it needs,
+// replacing what an earlier version recorded. Every node whose pods use that claim gains
+// the volume and its secrets. A volume without a claimRef grants nothing.
+func (g *Graph) AddPV(pv *corev1.PersistentVolume) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var rec pvRecord
+	bound := pv.Spec.ClaimRef != nil
+	if bound {
+		rec = pvRecord{claim: nsName{pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name}, secrets: pvSecrets(pv)}
+	}
+	old, had := g.pvs[pv.Name]
+	if had && bound && old.equal(rec) {
+		return
+	}
+	if had {
+		g.unbindPVLocked(pv.Name, old)
+	}
+	if !bound {
+		return
+	}
+	g.pvs[pv.Name] = rec
+	g.pvsByClaim[rec.claim] = append(g.pvsByClaim[rec.claim], pv.Name)
+	keys := g.appendPVKeysLocked(g.scratch[:0], pv.Name)
+	g.scratch = keys
+	for _, u := range g.claimNodes[rec.claim] {
+		g.applyLocked(u.node, keys, u.count)
+	}
+}
+
+// DeletePV withdraws what the volume granted.
+func (g *Graph) DeletePV(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, ok := g.pvs[name]; ok {
+		g.unbindPVLocked(name, old)
+	}
+}
+
+func (g *Graph) unbindPVLocked(name string, rec pvRecord) {
+	keys := g.appendPVKeysLocked(g.scratch[:0], name)
+	g.scratch = keys
+	for _, u := range g.claimNodes[rec.claim] {
+		g.applyLocked(u.node, keys, -u.count)
+	}
+	pvs := slices.DeleteFunc(g.pvsByClaim[rec.claim], func(pv string) bool { return pv == name })
+	if len(pvs) == 0 {
+		delete(g.pvsByClaim, rec.claim)
+	} else {
+		g.pvsByClaim[rec.claim] = pvs
+	}
+	delete(g.pvs, name)
+}
+
+// AddVolumeAttachment records the node a VolumeAttachment attaches to; "" detaches it.
+func (g *Graph) AddVolumeAttachment(name, nodeName string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.attachments[name]
+	if old == nodeName {
+		return
+	}
+	key := []objKey{{kindVolumeAttachment, "", name}}
+	if old != "" {
+		g.applyLocked(old, key, -1)
+	}
+	if nodeName == "" {
+		delete(g.attachments, name)
+		return
+	}
+	g.attachments[name] = nodeName
+	g.applyLocked(nodeName, key, 1)
+}
+
+// DeleteVolumeAttachment withdraws the attachment's node's access to it.
+func (g *Graph) DeleteVolumeAttachment(name string) {
+	g.AddVolumeAttachment(name, "")
+}
+
+// applyLocked changes by delta the path counts from node to each of keys. A key listed
+// twice (a secret a pod names that its volume also needs) counts twice, and is withdrawn
+// twice.
+func (g *Graph) applyLocked(node string, keys []objKey, delta int32) {
+	for _, k := range keys {
+		g.reach.addLocked(node, k, delta)
+	}
+}
+
+// path returns how node reaches the object, from the object to the node, each step named
+// "<kind> <namespace>/<name>" (or "<kind> <name>" when cluster-scoped). When several paths
+// exist it returns one of the shortest, through the pod whose namespace and name sort
+// first, so the answer is stable.
+func (g *Graph) path(node string, k kind, namespace, name string) ([]string, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	nodeStep := step("node", "", node)
+	target := step(kindNames[k], namespace, name)
+	switch k {
+	case kindVolumeAttachment:
+		if g.attachments[name] == node {
+			return []string{target, nodeStep}, true
+		}
+		return nil, false
+	case kindPod:
+		if rec, ok := g.pods[nsName{namespace, name}]; ok && rec.node() == node {
+			return []string{target, nodeStep}, true
+		}
+		return nil, false
+	}
+	pods := g.podsOnLocked(node)
+	for _, p := range pods {
+		if p.namespace != namespace {
+			continue
+		}
+		for r := range g.pods[p].refs() {
+			if r.kind == k && r.name == name {
+				return []string{target, step("pod", p.namespace, p.name), nodeStep}, true
+			}
+		}
+	}
+	if k != kindPV && k != kindSecret {
+		return nil, false
+	}
+	for _, p := range pods {
+		for r := range g.pods[p].refs() {
+			if r.kind != kindPVC {
+				continue
+			}
+			claim := nsName{p.namespace, r.name}
+			for _, pv := range g.pvsByClaim[claim] {
+				found := k == kindPV && pv == name
+				if k == kindSecret {
+					found = slices.Contains(g.pvs[pv].secrets, pvSecret{namespace, name})
+				}
+				if !found {
+					continue
+				}
+				steps := []string{step(kindNames[kindPV], "", pv), step(kindNames[kindPVC], claim.namespace, claim.name), step("pod", p.namespace, p.name), nodeStep}
+				if k == kindSecret {
+					steps = append([]string{target}, steps...)
+				}
+				return steps, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// podsOnLocked lists the pods bound to node, sorted.
+func (g *Graph) podsOnLocked(node string) []nsName {
+	var pods []nsName
+	for k, rec := range g.pods {
+		if rec.node() == node {
+			pods = append(pods, k)
+		}
+	}
+	slices.SortFunc(pods, func(a, b nsName) int {
+		if a.namespace != b.namespace {
+			return strings.Compare(a.namespace, b.namespace)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return pods
+}
+
+func step(kindName, namespace, name string) string {
+	if namespace == "" {
+		return kindName + " " + name
+	}
+	return kindName + " " + namespace + "/" + name
+}

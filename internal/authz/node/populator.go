@@ -1,0 +1,280 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// The watched resources, named as RevisionSource.LatestRevisions names them.
+const (
+	ResourcePods              = "pods"
+	ResourcePersistentVolumes = "persistentvolumes"
+	ResourceVolumeAttachments = "volumeattachments"
+)
+
+// watched indexes Populator.revisions.
+var watched = [...]string{ResourcePods, ResourcePersistentVolumes, ResourceVolumeAttachments}
+
+const (
+	podsIndex = iota
+	pvsIndex
+	attachmentsIndex
+)
+
+// Populator keeps a Graph current from informer events, applying each as it arrives, and
+// records how far into each resource's history it has applied, so that the authorizer
+// can tell whether the graph has caught up with storage.
+type Populator struct {
+	graph         *Graph
+	registrations []cache.ResourceEventHandlerRegistration
+
+	// revisions holds, per watched resource, the highest resourceVersion (an etcd revision)
+	// of the events applied to the graph.
+	revisions [len(watched)]atomic.Int64
+	// advancedCh is closed, and cleared, when an applied revision grows; it exists only
+	// while someone waits, so that applying events costs nothing otherwise. waiting is
+	// set whenever advancedCh is non-nil.
+	advancedMu sync.Mutex
+	advancedCh chan struct{}
+	waiting    atomic.Bool
+
+	paused  atomic.Bool
+	pauseMu sync.Mutex
+	resumed *sync.Cond
+}
+
+// NewPopulator registers on the informers the handlers that keep g current. The caller
+// starts the informers.
+func NewPopulator(g *Graph, pods coreinformers.PodInformer, pvs coreinformers.PersistentVolumeInformer,
+	attachments storageinformers.VolumeAttachmentInformer) (*Populator, error) {
+	p := &Populator{graph: g}
+	p.resumed = sync.NewCond(&p.pauseMu)
+	sources := []struct {
+		resource string
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{ResourcePods, pods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: p.addPod, UpdateFunc: p.updatePod, DeleteFunc: p.deletePod}},
+		{ResourcePersistentVolumes, pvs.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: p.addPV, UpdateFunc: p.updatePV, DeleteFunc: p.deletePV}},
+		{ResourceVolumeAttachments, attachments.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: p.addAttachment, UpdateFunc: p.updateAttachment, DeleteFunc: p.deleteAttachment}},
+	}
+	for _, s := range sources {
+		reg, err := s.informer.AddEventHandler(s.handler)
+		if err != nil {
+			return nil, fmt.Errorf("watching %s for the node authorizer: %w", s.resource, err)
+		}
+		p.registrations = append(p.registrations, reg)
+	}
+	return p, nil
+}
+
+// HasSynced reports whether the graph holds every object of the informers' initial lists.
+func (p *Populator) HasSynced() bool {
+	for _, r := range p.registrations {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Pause makes the handlers block before applying further events, until Resume. It lets a
+// test hold the graph behind storage.
+func (p *Populator) Pause() {
+	p.pauseMu.Lock()
+	p.paused.Store(true)
+	p.pauseMu.Unlock()
+}
+
+// Resume lets blocked and later events through.
+func (p *Populator) Resume() {
+	p.pauseMu.Lock()
+	p.paused.Store(false)
+	p.resumed.Broadcast()
+	p.pauseMu.Unlock()
+}
+
+func (p *Populator) waitWhilePaused() {
+	if !p.paused.Load() {
+		return
+	}
+	p.pauseMu.Lock()
+	for p.paused.Load() {
+		p.resumed.Wait()
+	}
+	p.pauseMu.Unlock()
+}
+
+func (p *Populator) addPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.waitWhilePaused()
+	if pod.Spec.NodeName != "" {
+		p.graph.AddPod(pod)
+	}
+	p.applied(podsIndex, pod)
+}
+
+func (p *Populator) updatePod(oldObj, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.waitWhilePaused()
+	if old, ok := oldObj.(*corev1.Pod); !ok || referencesMayDiffer(old, pod) {
+		p.graph.AddPod(pod)
+	}
+	p.applied(podsIndex, pod)
+}
+
+// referencesMayDiffer reports whether an update can change what a pod grants its node. A
+// pod's references are immutable but for ephemeral containers, which are only ever added,
+// and the claims generated for it, which its status records; its node is set once, by
+// binding; a new UID is a new pod under the same name. Most pod updates are status
+// reports from the kubelet and skip the graph.
+func referencesMayDiffer(old, pod *corev1.Pod) bool {
+	return old.Spec.NodeName != pod.Spec.NodeName || old.UID != pod.UID ||
+		len(old.Spec.EphemeralContainers) != len(pod.Spec.EphemeralContainers) ||
+		!slices.Equal(podResourceClaimNames(old), podResourceClaimNames(pod))
+}
+
+func (p *Populator) deletePod(obj any) {
+	pod, ok := tombstoned(obj).(*corev1.Pod)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.waitWhilePaused()
+	p.graph.DeletePod(pod.Namespace, pod.Name)
+	p.applied(podsIndex, pod)
+}
+
+func (p *Populator) addPV(obj any) { p.updatePV(nil, obj) }
+
+func (p *Populator) updatePV(_, obj any) {
+	pv, ok := obj.(*corev1.PersistentVolume)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.waitWhilePaused()
+	p.graph.AddPV(pv)
+	p.applied(pvsIndex, pv)
+}
+
+func (p *Populator) deletePV(obj any) {
+	pv, ok := tombstoned(obj).(*corev1.PersistentVolume)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.waitWhilePaused()
+	p.graph.DeletePV(pv.Name)
+	p.applied(pvsIndex, pv)
+}
+
+func (p *Populator) addAttachment(obj any) { p.updateAttachment(nil, obj) }
+
+func (p *Populator) updateAttachment(_, obj any) {
+	va, ok := obj.(*storagev1.VolumeAttachment)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.waitWhilePaused()
+	p.graph.AddVolumeAttachment(va.Name, va.Spec.NodeName)
+	p.applied(attachmentsIndex, va)
+}
+
+func (p *Populator) deleteAttachment(obj any) {
+	va, ok := tombstoned(obj).(*storagev1.VolumeAttachment)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.waitWhilePaused()
+	p.graph.DeleteVolumeAttachment(va.Name)
+	p.applied(attachmentsIndex, va)
+}
+
+func tombstoned(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func unexpected(obj any) {
+	utilruntime.HandleErrorWithLogger(klog.Background(), nil, "Node authorizer graph ignored an unexpected object", "type", fmt.Sprintf("%T", obj))
+}
+
+// applied records that the event carrying obj is in the graph, and wakes whoever waits for
+// the graph to catch up. Events of one resource arrive in revision order, but a relist
+// may replay older ones; the revision only grows.
+func (p *Populator) applied(resource int, obj any) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	rv, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	for {
+		cur := p.revisions[resource].Load()
+		if rv <= cur {
+			return
+		}
+		if p.revisions[resource].CompareAndSwap(cur, rv) {
+			break
+		}
+	}
+	if p.waiting.Load() {
+		p.advancedMu.Lock()
+		if p.advancedCh != nil {
+			close(p.advancedCh)
+			p.advancedCh = nil
+		}
+		p.waiting.Store(false)
+		p.advancedMu.Unlock()
+	}
+}
+
+// advanced returns a channel closed the next time an applied revision grows. A waiter
+// takes it before checking caughtUp, so that no advance falls between the two.
+func (p *Populator) advanced() <-chan struct{} {
+	p.advancedMu.Lock()
+	defer p.advancedMu.Unlock()
+	if p.advancedCh == nil {
+		p.advancedCh = make(chan struct{})
+		p.waiting.Store(true)
+	}
+	return p.advancedCh
+}
+
+// caughtUp reports whether the graph has applied every watched resource up to the given
+// revisions; a resource missing from latest has nothing to wait for.
+func (p *Populator) caughtUp(latest map[string]int64) bool {
+	for i, resource := range watched {
+		if p.revisions[i].Load() < latest[resource] {
+			return false
+		}
+	}
+	return true
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/authz/rbac"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
@@ -27,7 +28,7 @@ var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 
 // addControllers registers the built-in controllers and start-up tasks as post-start hooks; the
 // server reports ready only once every hook has returned.
-func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer) error {
+func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator) error {
 	namespaces, err := namespacecontroller.New(client, dyn, factory.Core().V1().Namespaces())
 	if err != nil {
 		return err
@@ -46,6 +47,11 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 		}},
 		{"system-namespaces", func(ctx context.Context) error { return ensureNamespaces(ctx, client) }},
 		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, client, rbacIndex) }},
+		{"node-authorizer-graph", func(ctx context.Context) error {
+			return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+				return nodeGraph.HasSynced(), nil
+			})
+		}},
 		{"namespace-controller", func(ctx context.Context) error {
 			go namespaces.Run(ctx, 2)
 			return nil

@@ -380,3 +380,10 @@ func authenticationv1SelfSubjectReview() authenticationv1.SelfSubjectReview {
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+func sarFor(user string, groups []string, ns, verb, resource, name string) *authorizationv1.SubjectAccessReview {
+	return &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: resource, Name: name},
+	}}
+}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/idplane/idplane/internal/authn"
 	"github.com/idplane/idplane/internal/authz"
+	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/authz/rbac"
 	generated "github.com/idplane/idplane/internal/generated/openapi"
 	"github.com/idplane/idplane/internal/kubeconfig"
@@ -51,8 +52,10 @@ type Server struct {
 	AdminKubeconfig string
 
 	etcd *embeddedEtcd
-	done chan struct{}
-	err  error
+	// nodeGraph feeds the Node authorizer; tests pause it to make the graph lag the store.
+	nodeGraph *node.Populator
+	done      chan struct{}
+	err       error
 }
 
 // Wait blocks until the server has stopped (its context ended) and returns why it stopped.
@@ -132,7 +135,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 		etcdServers = []string{etcd.clientURL}
 	}
 	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, done: make(chan struct{})}
-	prepared, err := build(o, buildInput{
+	prepared, err := build(ctx, o, buildInput{
 		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
 		etcdServers: etcdServers,
 	})
@@ -142,6 +145,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 		}
 		return nil, err
 	}
+	s.nodeGraph = prepared.nodeGraph
 	go func() {
 		defer close(s.done)
 		s.err = prepared.RunWithContext(ctx)
@@ -160,7 +164,7 @@ type buildInput struct {
 	etcdServers             []string
 }
 
-func build(o *Options, in buildInput) (*preparedServer, error) {
+func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, err error) {
 	cfg := genericapiserver.NewConfig(Codecs)
 	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
@@ -209,7 +213,27 @@ func build(o *Options, in buildInput) (*preparedServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the RBAC index: %w", err)
 	}
-	cfg.Authorization.Authorizer, cfg.RuleResolver, err = authz.New(o.AuthorizationModes, authz.Sources{RBAC: rbacIndex})
+	etcdClient, err := newEtcdClient(in.etcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			etcdClient.Close()
+		}
+	}()
+	// The graph's progress tracking lives as long as the server; it stops before the client closes.
+	graphCtx, stopGraph := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			stopGraph()
+		}
+	}()
+	nodeAuthz, nodePopulator, err := nodeAuthorizer(graphCtx, etcdClient, informerFactory)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Authorization.Authorizer, cfg.RuleResolver, err = authz.New(o.AuthorizationModes, authz.Sources{RBAC: rbacIndex, Node: nodeAuthz})
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +273,7 @@ func build(o *Options, in buildInput) (*preparedServer, error) {
 		return nil, fmt.Errorf("creating API server: %w", err)
 	}
 	replaceVersionRoute(srv.Handler.GoRestfulContainer)
+	srv.Handler.NonGoRestfulMux.HandleFunc(nodePathURL, nodePathHandler(nodeAuthz))
 	err = installAPIs(srv, apiDeps{
 		optsGetter: cfg.RESTOptionsGetter,
 		authorizer: cfg.Authorization.Authorizer,
@@ -258,18 +283,29 @@ func build(o *Options, in buildInput) (*preparedServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex); err != nil {
+	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator); err != nil {
 		return nil, err
 	}
-	return &preparedServer{srv.PrepareRun()}, nil
+	return &preparedServer{
+		prepared:  srv.PrepareRun(),
+		nodeGraph: nodePopulator,
+		closers:   []func(){stopGraph, func() { etcdClient.Close() }},
+	}, nil
 }
 
 type preparedServer struct {
-	prepared interface{ RunWithContext(context.Context) error }
+	prepared  interface{ RunWithContext(context.Context) error }
+	nodeGraph *node.Populator
+	// closers release, in order, what the server used once it has stopped serving.
+	closers []func()
 }
 
 func (p *preparedServer) RunWithContext(ctx context.Context) error {
-	return p.prepared.RunWithContext(ctx)
+	err := p.prepared.RunWithContext(ctx)
+	for _, c := range p.closers {
+		c()
+	}
+	return err
 }
 
 // replaceVersionRoute serves idplane's version at /version: the library's route reports the

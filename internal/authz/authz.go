@@ -19,10 +19,11 @@ const (
 	ModeAlwaysAllow = "AlwaysAllow"
 	ModeAlwaysDeny  = "AlwaysDeny"
 	ModeRBAC        = "RBAC"
+	ModeNode        = "Node"
 )
 
-// DefaultModes is the default --authorization-mode.
-var DefaultModes = []string{ModeRBAC}
+// DefaultModes is the default --authorization-mode: nodes by their graph, everyone by RBAC.
+var DefaultModes = []string{ModeNode, ModeRBAC}
 
 // Mode is one authorizer of the chain; it can also list what a user may do.
 type Mode interface {
@@ -34,6 +35,8 @@ type Mode interface {
 type Sources struct {
 	// RBAC answers mode RBAC from its index of roles and bindings.
 	RBAC Mode
+	// Node answers mode Node from its graph of what each node's pods use.
+	Node Mode
 }
 
 var modes = map[string]func(Sources) (Mode, error){
@@ -44,6 +47,12 @@ var modes = map[string]func(Sources) (Mode, error){
 			return nil, errors.New("mode RBAC needs the RBAC index")
 		}
 		return s.RBAC, nil
+	},
+	ModeNode: func(s Sources) (Mode, error) {
+		if s.Node == nil {
+			return nil, errors.New("mode Node needs the node graph")
+		}
+		return s.Node, nil
 	},
 }
 

@@ -17,6 +17,7 @@ func TestNewRejectsBadModes(t *testing.T) {
 		{"unknown", []string{"Webhook"}},
 		{"duplicate", []string{ModeAlwaysDeny, ModeAlwaysDeny}},
 		{"RBAC without its index", []string{ModeRBAC}},
+		{"Node without its graph", []string{ModeNode}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

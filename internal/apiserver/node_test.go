@@ -1,0 +1,279 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+func nodeClient(t *testing.T, s *rbacServer, name string) kubernetes.Interface {
+	return s.user(t, "system:node:"+name, "system:nodes")
+}
+
+// podUsing is a pod in ns on node that uses secret s-<suffix>, configmap cm-<suffix> and claim
+// pvc-<suffix>.
+func podUsing(name, node, suffix string) *corev1.Pod {
+	return newPod(name, func(p *corev1.Pod) {
+		p.Spec.NodeName = node
+		p.Spec.Volumes = []corev1.Volume{
+			{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s-" + suffix}}},
+			{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm-" + suffix}}}},
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "pvc-" + suffix}}},
+		}
+	})
+}
+
+func TestNodeAuthorizerThroughTheServer(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	admin := s.client.CoreV1()
+	for _, suffix := range []string{"1", "2"} {
+		mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s-" + suffix}})
+		mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pv-secret-" + suffix}})
+		mustCreate(t, admin.ConfigMaps("default").Create, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-" + suffix}})
+		mustCreate(t, admin.PersistentVolumes().Create, &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "pv-" + suffix},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				ClaimRef:    &corev1.ObjectReference{Namespace: "default", Name: "pvc-" + suffix},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: "csi.example.com", VolumeHandle: "h-" + suffix,
+					NodePublishSecretRef: &corev1.SecretReference{Namespace: "default", Name: "pv-secret-" + suffix},
+				}},
+			},
+		})
+		mustCreate(t, admin.PersistentVolumeClaims("default").Create, &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "pvc-" + suffix},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				VolumeName:  "pv-" + suffix,
+			},
+		})
+	}
+	mustCreate(t, admin.Pods("default").Create, podUsing("p1", "node1", "1"))
+	mustCreate(t, admin.Pods("default").Create, podUsing("p2", "node2", "2"))
+	node1 := nodeClient(t, s, "node1")
+
+	reads := []struct {
+		name string
+		get  func(kubernetes.Interface, string) error
+	}{
+		{"secret", func(c kubernetes.Interface, sfx string) error {
+			_, err := c.CoreV1().Secrets("default").Get(ctx, "s-"+sfx, metav1.GetOptions{})
+			return err
+		}},
+		{"configmap", func(c kubernetes.Interface, sfx string) error {
+			_, err := c.CoreV1().ConfigMaps("default").Get(ctx, "cm-"+sfx, metav1.GetOptions{})
+			return err
+		}},
+		{"pvc", func(c kubernetes.Interface, sfx string) error {
+			_, err := c.CoreV1().PersistentVolumeClaims("default").Get(ctx, "pvc-"+sfx, metav1.GetOptions{})
+			return err
+		}},
+		{"pv", func(c kubernetes.Interface, sfx string) error {
+			_, err := c.CoreV1().PersistentVolumes().Get(ctx, "pv-"+sfx, metav1.GetOptions{})
+			return err
+		}},
+		{"pv secret", func(c kubernetes.Interface, sfx string) error {
+			_, err := c.CoreV1().Secrets("default").Get(ctx, "pv-secret-"+sfx, metav1.GetOptions{})
+			return err
+		}},
+	}
+	for _, r := range reads {
+		t.Run(r.name, func(t *testing.T) {
+			if err := r.get(node1, "1"); err != nil {
+				t.Errorf("node1 reading its pod's %s: %v", r.name, err)
+			}
+			if err := r.get(node1, "2"); !apierrors.IsForbidden(err) {
+				t.Errorf("node1 reading node2's %s: got %v, want Forbidden", r.name, err)
+			}
+		})
+	}
+	if _, err := node1.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 listing secrets: got %v, want Forbidden", err)
+	}
+	if _, err := node1.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=s-1"}); err != nil {
+		t.Errorf("node1 listing its one secret by name: %v", err)
+	}
+	if _, err := node1.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node1"}); err != nil {
+		t.Errorf("node1 listing its pods: %v", err)
+	}
+	if _, err := node1.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 listing all pods: got %v, want Forbidden", err)
+	}
+
+	// An admin can ask why node1 may read its pod's PV secret; node1 itself may not ask.
+	raw, err := s.client.CoreV1().RESTClient().Get().AbsPath(nodePathURL).
+		Param("node", "node1").Param("kind", "secret").Param("namespace", "default").Param("name", "pv-secret-1").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var explained struct {
+		Allowed bool
+		Path    []string
+	}
+	if err := json.Unmarshal(raw, &explained); err != nil {
+		t.Fatalf("decoding %s: %v", raw, err)
+	}
+	wantPath := []string{"secret default/pv-secret-1", "persistentvolume pv-1", "persistentvolumeclaim default/pvc-1", "pod default/p1", "node node1"}
+	if !explained.Allowed || strings.Join(explained.Path, " > ") != strings.Join(wantPath, " > ") {
+		t.Errorf("path: %s, want allowed along %v", raw, wantPath)
+	}
+	if err := node1.CoreV1().RESTClient().Get().AbsPath(nodePathURL).Param("node", "node1").Param("kind", "secret").Param("name", "x").Do(ctx).Error(); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 asking for paths: got %v, want Forbidden", err)
+	}
+
+	// The pod moves: deleted on node1, recreated on node2's side with node1's secret.
+	if err := admin.Pods("default").Delete(ctx, "p1", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node1.CoreV1().Secrets("default").Get(ctx, "s-1", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 reading s-1 after its pod went: got %v, want Forbidden", err)
+	}
+	mustCreate(t, admin.Pods("default").Create, podUsing("p1", "node2", "1"))
+	if _, err := nodeClient(t, s, "node2").CoreV1().Secrets("default").Get(ctx, "s-1", metav1.GetOptions{}); err != nil {
+		t.Errorf("node2 reading s-1 after the pod moved: %v", err)
+	}
+
+	// The reason a human can act on reaches a SubjectAccessReview.
+	review, err := s.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sarFor("system:node:node1", []string{"system:nodes"}, "default", "get", "secrets", "s-2"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if review.Status.Allowed || review.Status.Reason == "" {
+		t.Errorf("SAR for node1 reading s-2: %+v, want refused with a reason", review.Status)
+	}
+}
+
+func TestNodeReadAfterBindWaitsForTheGraph(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	admin := s.client.CoreV1()
+	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s-late"}})
+	mustCreate(t, admin.Pods("default").Create, newPod("late", func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s-late"}}}}
+	}))
+	node1 := nodeClient(t, s, "node1")
+
+	s.nodeGraph.Pause()
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(50 * time.Millisecond)
+		s.nodeGraph.Resume()
+	}()
+	if err := admin.Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node1.CoreV1().Secrets("default").Get(ctx, "s-late", metav1.GetOptions{}); err != nil {
+		t.Errorf("reading the secret right after the bind, graph paused then released: %v", err)
+	}
+	<-released
+
+	// A graph that stays behind past the bound fails closed.
+	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s-later"}})
+	mustCreate(t, admin.Pods("default").Create, newPod("later", func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s-later"}}}}
+	}))
+	s.nodeGraph.Pause()
+	defer s.nodeGraph.Resume()
+	if err := admin.Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "later"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node1.CoreV1().Secrets("default").Get(ctx, "s-later", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading while the graph stays paused: got %v, want Forbidden", err)
+	}
+}
+
+func TestNodeRestrictionThroughTheServer(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	node1 := nodeClient(t, s, "node1")
+	self, err := node1.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("node1 registering itself: %v", err)
+	}
+	if _, err := node1.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node9"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 registering node9: got %v, want Forbidden", err)
+	}
+	status := []byte(`{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+	if _, err := node1.CoreV1().Nodes().Patch(ctx, "node1", types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+		t.Errorf("node1 updating its status: %v", err)
+	}
+	if _, err := node1.CoreV1().Nodes().Patch(ctx, "node1", types.MergePatchType, []byte(`{"metadata":{"labels":{"node-restriction.kubernetes.io/x":"y"}}}`), metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 setting a node-restriction label: got %v, want Forbidden", err)
+	}
+	mustCreate(t, s.client.CoreV1().Nodes().Create, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node2"}})
+	if _, err := node1.CoreV1().Nodes().Patch(ctx, "node2", types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status"); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 updating node2's status: got %v, want Forbidden", err)
+	}
+
+	// As kubelets do, a mirror pod is owned by its Node.
+	mirror := func(name, nodeName string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+		return newPod(name, append([]func(*corev1.Pod){func(p *corev1.Pod) {
+			p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "hash"}
+			p.Spec.NodeName = nodeName
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: self.Name, UID: self.UID, Controller: ptr(true)}}
+		}}, mutate...)...)
+	}
+	if _, err := node1.CoreV1().Pods("default").Create(ctx, mirror("static-web", "node1"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("node1 creating its mirror pod: %v", err)
+	}
+	if _, err := node1.CoreV1().Pods("default").Create(ctx, mirror("other", "node2"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 creating node2's mirror pod: got %v, want Forbidden", err)
+	}
+	if _, err := node1.CoreV1().Pods("default").Create(ctx, newPod("plain", onNode("node1")), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 creating a non-mirror pod: got %v, want Forbidden", err)
+	}
+	withSecret := mirror("sneaky", "node1", func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "any"}}}}
+	})
+	if _, err := node1.CoreV1().Pods("default").Create(ctx, withSecret, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 creating a mirror pod that uses a secret: got %v, want Forbidden", err)
+	}
+	// Mirror-pod validation, for any user: the annotation needs a node and never changes.
+	if _, err := s.client.CoreV1().Pods("default").Create(ctx, mirror("unbound", ""), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("mirror pod without nodeName: got %v, want Invalid", err)
+	}
+	_, err = s.client.CoreV1().Pods("default").Patch(ctx, "static-web", types.MergePatchType, []byte(`{"metadata":{"annotations":{"kubernetes.io/config.mirror":null}}}`), metav1.PatchOptions{})
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("removing the mirror annotation: got %v, want Invalid", err)
+	}
+
+	mustCreate(t, s.client.CoreV1().Pods("default").Create, newPod("theirs", onNode("node2")))
+	if err := node1.CoreV1().Pods("default").Delete(ctx, "theirs", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 deleting node2's pod: got %v, want Forbidden", err)
+	}
+	if err := node1.CoreV1().Pods("default").Delete(ctx, "static-web", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Errorf("node1 deleting its own pod: %v", err)
+	}
+
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr(name)}}
+	}
+	if _, err := node1.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease("node1"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("node1 creating its lease: %v", err)
+	}
+	if _, err := node1.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease("node2"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 creating node2's lease: got %v, want Forbidden", err)
+	}
+	// The design lets a node delete its own Node object.
+	if err := node1.CoreV1().Nodes().Delete(ctx, "node2", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 deleting node2: got %v, want Forbidden", err)
+	}
+	if err := node1.CoreV1().Nodes().Delete(ctx, "node1", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("node1 deleting itself: %v", err)
+	}
+}

@@ -24,7 +24,9 @@ spec:
     env: [{name: P, valueFrom: {secretKeyRef: {name: db-password, key: p}}}]
 `))
 
-	asNode := func(node string) []string { return []string{"--as", "system:node:" + node, "--as-group", "system:nodes"} }
+	asNode := func(node string) []string {
+		return []string{"--as", "system:node:" + node, "--as-group", "system:nodes"}
+	}
 	cases := []struct {
 		name     string
 		args     []string

@@ -9,61 +9,43 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/idplane/idplane/internal/registry/authorization/reviewattrs"
+	"github.com/idplane/idplane/internal/registry/authorization/reviewrest"
 )
 
 // REST serves localsubjectaccessreviews; nothing is stored.
-type REST struct {
-	authorizer authorizer.Authorizer
-}
-
-var (
-	_ rest.Storage              = &REST{}
-	_ rest.Creater              = &REST{}
-	_ rest.Scoper               = &REST{}
-	_ rest.SingularNameProvider = &REST{}
-)
+type REST = reviewrest.Storage[*authorizationv1.LocalSubjectAccessReview]
 
 // NewREST answers reviews with a, which should be the same chain that guards
 // the server's own requests so that reviews and reality agree.
-func NewREST(a authorizer.Authorizer) *REST { return &REST{authorizer: a} }
-
-func (r *REST) New() runtime.Object     { return &authorizationv1.LocalSubjectAccessReview{} }
-func (r *REST) Destroy()                {}
-func (r *REST) NamespaceScoped() bool   { return true }
-func (r *REST) GetSingularName() string { return "localsubjectaccessreview" }
-
-func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
-	in, ok := obj.(*authorizationv1.LocalSubjectAccessReview)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a LocalSubjectAccessReview: %T", obj))
+func NewREST(a authorizer.Authorizer) *REST {
+	return &REST{
+		Kind:       "LocalSubjectAccessReview",
+		Namespaced: true,
+		NewObject:  func() *authorizationv1.LocalSubjectAccessReview { return &authorizationv1.LocalSubjectAccessReview{} },
+		ClearStatus: func(r *authorizationv1.LocalSubjectAccessReview) {
+			r.Status = authorizationv1.SubjectAccessReviewStatus{}
+		},
+		Validate:     reviewattrs.ValidateLocalSubjectAccessReview,
+		CheckRequest: checkNamespace,
+		Answer: func(ctx context.Context, r *authorizationv1.LocalSubjectAccessReview) {
+			r.Status = reviewattrs.Decide(ctx, a, reviewattrs.AttributesFromSpec(r.Spec))
+		},
 	}
-	review := in.DeepCopy()
-	// A status sent by the client is not part of the question.
-	review.Status = authorizationv1.SubjectAccessReviewStatus{}
-	if errs := reviewattrs.ValidateLocalSubjectAccessReview(review); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(authorizationv1.SchemeGroupVersion.WithKind("LocalSubjectAccessReview").GroupKind(), "", errs)
-	}
-	// Validation tied the question to metadata.namespace; this ties that to the
-	// namespace the request was authorized for.
+}
+
+// checkNamespace ties the review's namespace, which validation tied the
+// question to, to the namespace the request was authorized for.
+func checkNamespace(ctx context.Context, r *authorizationv1.LocalSubjectAccessReview) error {
 	namespace := genericapirequest.NamespaceValue(ctx)
 	if namespace == "" {
-		return nil, apierrors.NewBadRequest("namespace is required on this type")
+		return apierrors.NewBadRequest("namespace is required on this type")
 	}
-	if namespace != review.Namespace {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %s", namespace))
+	if namespace != r.Namespace {
+		return apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %s", namespace))
 	}
-	if createValidation != nil {
-		if err := createValidation(ctx, review.DeepCopyObject()); err != nil {
-			return nil, err
-		}
-	}
-	review.Status = reviewattrs.Decide(ctx, r.authorizer, reviewattrs.AttributesFromSpec(review.Spec))
-	return review, nil
+	return nil
 }

@@ -5,69 +5,42 @@ package selfsubjectrulesreview
 
 import (
 	"context"
-	"fmt"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/idplane/idplane/internal/registry/authorization/reviewattrs"
+	"github.com/idplane/idplane/internal/registry/authorization/reviewrest"
 )
 
 // REST serves selfsubjectrulesreviews; nothing is stored.
-type REST struct {
-	resolver authorizer.RuleResolver
-}
-
-var (
-	_ rest.Storage              = &REST{}
-	_ rest.Creater              = &REST{}
-	_ rest.Scoper               = &REST{}
-	_ rest.SingularNameProvider = &REST{}
-)
+type REST = reviewrest.Storage[*authorizationv1.SelfSubjectRulesReview]
 
 // NewREST lists rules with r. Authorizers that cannot enumerate their rules
 // are expected to make r report the answer as incomplete.
-func NewREST(r authorizer.RuleResolver) *REST { return &REST{resolver: r} }
-
-func (r *REST) New() runtime.Object     { return &authorizationv1.SelfSubjectRulesReview{} }
-func (r *REST) Destroy()                {}
-func (r *REST) NamespaceScoped() bool   { return false }
-func (r *REST) GetSingularName() string { return "selfsubjectrulesreview" }
-
-func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
-	in, ok := obj.(*authorizationv1.SelfSubjectRulesReview)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a SelfSubjectRulesReview: %T", obj))
+func NewREST(r authorizer.RuleResolver) *REST {
+	return &REST{
+		Kind:      "SelfSubjectRulesReview",
+		NewObject: func() *authorizationv1.SelfSubjectRulesReview { return &authorizationv1.SelfSubjectRulesReview{} },
+		ClearStatus: func(rr *authorizationv1.SelfSubjectRulesReview) {
+			rr.Status = authorizationv1.SubjectRulesReviewStatus{}
+		},
+		Validate:     reviewattrs.ValidateSelfSubjectRulesReview,
+		CheckRequest: reviewrest.RequireUser[*authorizationv1.SelfSubjectRulesReview],
+		Answer: func(ctx context.Context, rr *authorizationv1.SelfSubjectRulesReview) {
+			u, _ := genericapirequest.UserFrom(ctx) // RequireUser made sure there is one
+			resourceInfos, nonResourceInfos, incomplete, err := r.RulesFor(ctx, u, rr.Spec.Namespace)
+			rr.Status = authorizationv1.SubjectRulesReviewStatus{
+				ResourceRules:    resourceRules(resourceInfos),
+				NonResourceRules: nonResourceRules(nonResourceInfos),
+				Incomplete:       incomplete,
+			}
+			if err != nil {
+				rr.Status.EvaluationError = err.Error()
+			}
+		},
 	}
-	review := in.DeepCopy()
-	review.Status = authorizationv1.SubjectRulesReviewStatus{}
-	if errs := reviewattrs.ValidateSelfSubjectRulesReview(review); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectRulesReview").GroupKind(), "", errs)
-	}
-	u, ok := genericapirequest.UserFrom(ctx)
-	if !ok {
-		return nil, apierrors.NewBadRequest("no user present on request")
-	}
-	if createValidation != nil {
-		if err := createValidation(ctx, review.DeepCopyObject()); err != nil {
-			return nil, err
-		}
-	}
-	resourceInfos, nonResourceInfos, incomplete, err := r.resolver.RulesFor(ctx, u, review.Spec.Namespace)
-	review.Status = authorizationv1.SubjectRulesReviewStatus{
-		ResourceRules:    resourceRules(resourceInfos),
-		NonResourceRules: nonResourceRules(nonResourceInfos),
-		Incomplete:       incomplete,
-	}
-	if err != nil {
-		review.Status.EvaluationError = err.Error()
-	}
-	return review, nil
 }
 
 // resourceRules always returns a non-nil slice: the field is required in the

@@ -4,55 +4,29 @@ package subjectaccessreview
 
 import (
 	"context"
-	"fmt"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/idplane/idplane/internal/registry/authorization/reviewattrs"
+	"github.com/idplane/idplane/internal/registry/authorization/reviewrest"
 )
 
 // REST serves subjectaccessreviews; nothing is stored.
-type REST struct {
-	authorizer authorizer.Authorizer
-}
-
-var (
-	_ rest.Storage              = &REST{}
-	_ rest.Creater              = &REST{}
-	_ rest.Scoper               = &REST{}
-	_ rest.SingularNameProvider = &REST{}
-)
+type REST = reviewrest.Storage[*authorizationv1.SubjectAccessReview]
 
 // NewREST answers reviews with a, which should be the same chain that guards
 // the server's own requests so that reviews and reality agree.
-func NewREST(a authorizer.Authorizer) *REST { return &REST{authorizer: a} }
-
-func (r *REST) New() runtime.Object     { return &authorizationv1.SubjectAccessReview{} }
-func (r *REST) Destroy()                {}
-func (r *REST) NamespaceScoped() bool   { return false }
-func (r *REST) GetSingularName() string { return "subjectaccessreview" }
-
-func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
-	in, ok := obj.(*authorizationv1.SubjectAccessReview)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a SubjectAccessReview: %T", obj))
+func NewREST(a authorizer.Authorizer) *REST {
+	return &REST{
+		Kind:      "SubjectAccessReview",
+		NewObject: func() *authorizationv1.SubjectAccessReview { return &authorizationv1.SubjectAccessReview{} },
+		ClearStatus: func(r *authorizationv1.SubjectAccessReview) {
+			r.Status = authorizationv1.SubjectAccessReviewStatus{}
+		},
+		Validate: reviewattrs.ValidateSubjectAccessReview,
+		Answer: func(ctx context.Context, r *authorizationv1.SubjectAccessReview) {
+			r.Status = reviewattrs.Decide(ctx, a, reviewattrs.AttributesFromSpec(r.Spec))
+		},
 	}
-	review := in.DeepCopy()
-	// A status sent by the client is not part of the question.
-	review.Status = authorizationv1.SubjectAccessReviewStatus{}
-	if errs := reviewattrs.ValidateSubjectAccessReview(review); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview").GroupKind(), "", errs)
-	}
-	if createValidation != nil {
-		if err := createValidation(ctx, review.DeepCopyObject()); err != nil {
-			return nil, err
-		}
-	}
-	review.Status = reviewattrs.Decide(ctx, r.authorizer, reviewattrs.AttributesFromSpec(review.Spec))
-	return review, nil
 }

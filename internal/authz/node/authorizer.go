@@ -62,125 +62,150 @@ func NewAuthorizer(g *Graph, fresh *Freshness, rules []rbacv1.PolicyRule) *Autho
 	return &Authorizer{graph: g, fresh: fresh, rules: compileRules(rules), listed: listedRules(rules)}
 }
 
+// request holds what a decision reads of the attributes, read once: AttributesRecord's
+// methods take the record by value, so every call through the interface copies it whole.
+type request struct {
+	attrs                                       authorizer.Attributes
+	user                                        user.Info
+	verb, group, resource, sub, namespace, name string
+	path                                        string
+	resourceRequest                             bool
+}
+
+func newRequest(attrs authorizer.Attributes) request {
+	if r, ok := attrs.(*authorizer.AttributesRecord); ok {
+		return request{
+			attrs: attrs, user: r.User, verb: r.Verb, group: r.APIGroup, resource: r.Resource, sub: r.Subresource,
+			namespace: r.Namespace, name: r.Name, path: r.Path, resourceRequest: r.ResourceRequest,
+		}
+	}
+	return request{
+		attrs: attrs, user: attrs.GetUser(), verb: attrs.GetVerb(), group: attrs.GetAPIGroup(), resource: attrs.GetResource(),
+		sub: attrs.GetSubresource(), namespace: attrs.GetNamespace(), name: attrs.GetName(), path: attrs.GetPath(),
+		resourceRequest: attrs.IsResourceRequest(),
+	}
+}
+
 // Authorize decides a request; see Authorizer.
 func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	node, isNode := nodeidentity.NodeName(attrs.GetUser())
+	req := newRequest(attrs)
+	node, isNode := nodeidentity.NodeName(req.user)
 	if !isNode {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
 	if node == "" {
-		return a.deny(node, "user "+strconv.Quote(attrs.GetUser().GetName())+" names no node")
+		return a.deny(node, "user "+strconv.Quote(req.user.GetName())+" names no node")
 	}
-	if attrs.IsResourceRequest() {
-		switch attrs.GetAPIGroup() {
+	if req.resourceRequest {
+		switch req.group {
 		case "":
-			switch attrs.GetResource() {
+			switch req.resource {
 			case "secrets":
-				return a.readObject(ctx, node, kindSecret, attrs)
+				return a.readObject(ctx, node, kindSecret, &req)
 			case "configmaps":
-				return a.readObject(ctx, node, kindConfigMap, attrs)
+				return a.readObject(ctx, node, kindConfigMap, &req)
 			case "persistentvolumeclaims":
-				return a.claim(ctx, node, attrs)
+				return a.claim(ctx, node, &req)
 			case "persistentvolumes":
-				return a.getObject(ctx, node, kindPV, attrs)
+				return a.getObject(ctx, node, kindPV, &req)
 			case "serviceaccounts":
-				return a.serviceAccount(ctx, node, attrs)
+				return a.serviceAccount(ctx, node, &req)
 			case "pods":
-				return a.pod(ctx, node, attrs)
+				return a.pod(ctx, node, &req)
 			case "nodes":
-				return a.nodeObject(node, attrs)
+				return a.nodeObject(node, &req)
 			}
 		case "storage.k8s.io":
-			switch attrs.GetResource() {
+			switch req.resource {
 			case "volumeattachments":
-				return a.getObject(ctx, node, kindVolumeAttachment, attrs)
+				return a.getObject(ctx, node, kindVolumeAttachment, &req)
 			case "csinodes":
-				return a.csiNode(node, attrs)
+				return a.csiNode(node, &req)
 			}
 		case "coordination.k8s.io":
-			if attrs.GetResource() == "leases" {
-				return a.lease(node, attrs)
+			if req.resource == "leases" {
+				return a.lease(node, &req)
 			}
 		case "resource.k8s.io":
-			switch attrs.GetResource() {
+			switch req.resource {
 			case "resourceclaims":
-				return a.getObject(ctx, node, kindResourceClaim, attrs)
+				return a.getObject(ctx, node, kindResourceClaim, &req)
 			case "resourceslices":
-				return a.resourceSlices(node, attrs)
+				return a.resourceSlices(node, &req)
 			}
 		}
 	}
-	if a.rules.allow(attrs) {
+	if a.rules.allow(&req) {
 		return authorizer.DecisionAllow, reasonFixedPolicy, nil
 	}
-	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(attrs)+": the system:node policy does not allow it")
+	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(&req)+": the system:node policy does not allow it")
 }
 
 // readObject decides secrets and configmaps: get, or list/watch of a single object by
 // metadata.name, of one a pod bound to the node uses.
-func (a *Authorizer) readObject(ctx context.Context, node string, k kind, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	switch attrs.GetVerb() {
+func (a *Authorizer) readObject(ctx context.Context, node string, k kind, req *request) (authorizer.Decision, string, error) {
+	switch req.verb {
 	case "get", "list", "watch":
 	default:
 		return a.deny(node, "node "+strconv.Quote(node)+" may only get, list or watch individual "+k.String()+"s")
 	}
-	if attrs.GetSubresource() != "" {
+	if req.sub != "" {
 		return a.deny(node, "node "+strconv.Quote(node)+" may not read subresources of "+k.String()+"s")
 	}
-	name, ok := objectName(attrs)
-	if !ok || attrs.GetNamespace() == "" {
+	name, ok := objectName(req)
+	if !ok || req.namespace == "" {
 		return a.deny(node, "node "+strconv.Quote(node)+" may only read one "+k.String()+" at a time, by namespace and name (for list and watch: field selector metadata.name=<name>)")
 	}
-	return a.reach(ctx, node, k, attrs.GetNamespace(), name)
+	return a.reach(ctx, node, k, req.namespace, name)
 }
 
 // getObject decides kinds a node may only get, one related object at a time.
-func (a *Authorizer) getObject(ctx context.Context, node string, k kind, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	if attrs.GetVerb() != "get" || attrs.GetSubresource() != "" || attrs.GetName() == "" {
+func (a *Authorizer) getObject(ctx context.Context, node string, k kind, req *request) (authorizer.Decision, string, error) {
+	if req.verb != "get" || req.sub != "" || req.name == "" {
 		return a.deny(node, "node "+strconv.Quote(node)+" may only get individual "+k.String()+"s")
 	}
-	return a.reach(ctx, node, k, attrs.GetNamespace(), attrs.GetName())
+	return a.reach(ctx, node, k, req.namespace, req.name)
 }
 
 // claim decides persistentvolumeclaims: get, and update or patch of the status (volume
 // expansion), of a claim a pod bound to the node uses.
-func (a *Authorizer) claim(ctx context.Context, node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	if attrs.GetSubresource() != "status" {
-		return a.getObject(ctx, node, kindPVC, attrs)
+func (a *Authorizer) claim(ctx context.Context, node string, req *request) (authorizer.Decision, string, error) {
+	if req.sub != "status" {
+		return a.getObject(ctx, node, kindPVC, req)
 	}
-	switch attrs.GetVerb() {
+	switch req.verb {
 	case "update", "patch":
-		return a.reach(ctx, node, kindPVC, attrs.GetNamespace(), attrs.GetName())
+		return a.reach(ctx, node, kindPVC, req.namespace, req.name)
 	}
 	return a.deny(node, "node "+strconv.Quote(node)+" may only update or patch the status of persistentvolumeclaims")
 }
 
 // serviceAccount decides get, and create of a token, for the service account of a pod
 // bound to the node.
-func (a *Authorizer) serviceAccount(ctx context.Context, node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	verb, sub := attrs.GetVerb(), attrs.GetSubresource()
-	if attrs.GetName() == "" || !(verb == "get" && sub == "" || verb == "create" && sub == "token") {
+func (a *Authorizer) serviceAccount(ctx context.Context, node string, req *request) (authorizer.Decision, string, error) {
+	verb, sub := req.verb, req.sub
+	if req.name == "" || !(verb == "get" && sub == "" || verb == "create" && sub == "token") {
 		return a.deny(node, "node "+strconv.Quote(node)+" may only get individual serviceaccounts and create their tokens")
 	}
-	return a.reach(ctx, node, kindServiceAccount, attrs.GetNamespace(), attrs.GetName())
+	return a.reach(ctx, node, kindServiceAccount, req.namespace, req.name)
 }
 
 // pod decides pods: get of a pod bound to the node, list/watch of the node's pods, and
 // the writes a kubelet makes (mirror pods, status, eviction), which NodeRestriction limits
 // to pods bound to the node.
-func (a *Authorizer) pod(ctx context.Context, node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	verb := attrs.GetVerb()
-	switch attrs.GetSubresource() {
+func (a *Authorizer) pod(ctx context.Context, node string, req *request) (authorizer.Decision, string, error) {
+	verb := req.verb
+	switch req.sub {
 	case "":
 		switch verb {
 		case "get":
-			return a.getObject(ctx, node, kindPod, attrs)
+			return a.getObject(ctx, node, kindPod, req)
 		case "list", "watch":
-			if v, ok := fieldValue(attrs, "spec.nodeName"); ok && v == node {
+			if v, ok := fieldValue(req, "spec.nodeName"); ok && v == node {
 				return authorizer.DecisionAllow, reasonNodePods, nil
 			}
-			if name, ok := objectName(attrs); ok {
-				return a.reach(ctx, node, kindPod, attrs.GetNamespace(), name)
+			if name, ok := objectName(req); ok {
+				return a.reach(ctx, node, kindPod, req.namespace, name)
 			}
 			return a.deny(node, "node "+strconv.Quote(node)+" may only list or watch pods with field selector spec.nodeName="+node)
 		case "create", "delete":
@@ -195,21 +220,21 @@ func (a *Authorizer) pod(ctx context.Context, node string, attrs authorizer.Attr
 			return authorizer.DecisionAllow, reasonDeferred, nil
 		}
 	}
-	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(attrs))
+	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(req))
 }
 
 // nodeObject decides nodes: a node reads only its own Node object (so that it can look
 // for it before registering); creates and updates are left to NodeRestriction; it may
 // delete its own Node, as the design allows.
-func (a *Authorizer) nodeObject(node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	verb := attrs.GetVerb()
-	switch attrs.GetSubresource() {
+func (a *Authorizer) nodeObject(node string, req *request) (authorizer.Decision, string, error) {
+	verb := req.verb
+	switch req.sub {
 	case "":
 		switch verb {
 		case "create", "update", "patch":
 			return authorizer.DecisionAllow, reasonDeferred, nil
 		case "get", "list", "watch", "delete":
-			if name, ok := objectName(attrs); ok && name == node {
+			if name, ok := objectName(req); ok && name == node {
 				return authorizer.DecisionAllow, reasonOwnObject, nil
 			}
 			return a.deny(node, "node "+strconv.Quote(node)+" may "+verb+" only its own Node object"+listHint(verb, node))
@@ -219,19 +244,19 @@ func (a *Authorizer) nodeObject(node string, attrs authorizer.Attributes) (autho
 			return authorizer.DecisionAllow, reasonDeferred, nil
 		}
 	}
-	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(attrs))
+	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(req))
 }
 
 // lease decides coordination.k8s.io leases: only the node's own, in kube-node-lease. A
 // create carries no name here; NodeRestriction checks it.
-func (a *Authorizer) lease(node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	if !ownObjectVerb(attrs.GetVerb()) || attrs.GetSubresource() != "" {
+func (a *Authorizer) lease(node string, req *request) (authorizer.Decision, string, error) {
+	if !ownObjectVerb(req.verb) || req.sub != "" {
 		return a.deny(node, "node "+strconv.Quote(node)+" may only get, create, update, patch or delete its own lease")
 	}
-	if attrs.GetNamespace() != NodeLeaseNamespace {
+	if req.namespace != NodeLeaseNamespace {
 		return a.deny(node, "node "+strconv.Quote(node)+" may only use leases in namespace "+NodeLeaseNamespace)
 	}
-	if attrs.GetVerb() != "create" && attrs.GetName() != node {
+	if req.verb != "create" && req.name != node {
 		return a.deny(node, "node "+strconv.Quote(node)+" may only use the lease named after it")
 	}
 	return authorizer.DecisionAllow, reasonOwnObject, nil
@@ -239,11 +264,11 @@ func (a *Authorizer) lease(node string, attrs authorizer.Attributes) (authorizer
 
 // csiNode decides storage.k8s.io csinodes: only the node's own. A create carries no name
 // here; NodeRestriction checks it.
-func (a *Authorizer) csiNode(node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	if !ownObjectVerb(attrs.GetVerb()) || attrs.GetSubresource() != "" {
+func (a *Authorizer) csiNode(node string, req *request) (authorizer.Decision, string, error) {
+	if !ownObjectVerb(req.verb) || req.sub != "" {
 		return a.deny(node, "node "+strconv.Quote(node)+" may only get, create, update, patch or delete its own CSINode")
 	}
-	if attrs.GetVerb() != "create" && attrs.GetName() != node {
+	if req.verb != "create" && req.name != node {
 		return a.deny(node, "node "+strconv.Quote(node)+" may only use the CSINode named after it")
 	}
 	return authorizer.DecisionAllow, reasonOwnObject, nil
@@ -251,9 +276,9 @@ func (a *Authorizer) csiNode(node string, attrs authorizer.Attributes) (authoriz
 
 // resourceSlices decides resource.k8s.io resourceslices: a node may only delete its own
 // slices, all at once, as the kubelet does when it starts.
-func (a *Authorizer) resourceSlices(node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
-	if attrs.GetVerb() == "deletecollection" && attrs.GetSubresource() == "" {
-		if v, ok := fieldValue(attrs, "spec.nodeName"); ok && v == node {
+func (a *Authorizer) resourceSlices(node string, req *request) (authorizer.Decision, string, error) {
+	if req.verb == "deletecollection" && req.sub == "" {
+		if v, ok := fieldValue(req, "spec.nodeName"); ok && v == node {
 			return authorizer.DecisionAllow, reasonNodePods, nil
 		}
 	}
@@ -335,11 +360,11 @@ func (a *Authorizer) deny(node, reason string) (authorizer.Decision, string, err
 // objectName is the single object a request is for: its name, or for list and watch the
 // name its field selector metadata.name=<name> requires. ok is false when the request may
 // cover several objects, or its name and selector disagree.
-func objectName(attrs authorizer.Attributes) (string, bool) {
-	name := attrs.GetName()
-	switch attrs.GetVerb() {
+func objectName(req *request) (string, bool) {
+	name := req.name
+	switch req.verb {
 	case "list", "watch":
-		if v, ok := fieldValue(attrs, "metadata.name"); ok {
+		if v, ok := fieldValue(req, "metadata.name"); ok {
 			if name != "" && name != v {
 				return "", false
 			}
@@ -350,8 +375,8 @@ func objectName(attrs authorizer.Attributes) (string, bool) {
 }
 
 // fieldValue is the value a request's field selector requires field to equal.
-func fieldValue(attrs authorizer.Attributes, field string) (string, bool) {
-	reqs, err := attrs.GetFieldSelector()
+func fieldValue(req *request, field string) (string, bool) {
+	reqs, err := req.attrs.GetFieldSelector()
 	if err != nil {
 		return "", false
 	}
@@ -372,19 +397,19 @@ func listHint(verb, node string) string {
 
 // describe names a request in a reason: "<verb> <resource>[/<subresource>][.<group>]", or
 // "<verb> <path>" for a non-resource request.
-func describe(attrs authorizer.Attributes) string {
-	if !attrs.IsResourceRequest() {
-		return attrs.GetVerb() + " " + attrs.GetPath()
+func describe(req *request) string {
+	if !req.resourceRequest {
+		return req.verb + " " + req.path
 	}
 	var b strings.Builder
-	b.WriteString(attrs.GetVerb())
+	b.WriteString(req.verb)
 	b.WriteByte(' ')
-	b.WriteString(attrs.GetResource())
-	if sub := attrs.GetSubresource(); sub != "" {
+	b.WriteString(req.resource)
+	if sub := req.sub; sub != "" {
 		b.WriteByte('/')
 		b.WriteString(sub)
 	}
-	if g := attrs.GetAPIGroup(); g != "" {
+	if g := req.group; g != "" {
 		b.WriteByte('.')
 		b.WriteString(g)
 	}

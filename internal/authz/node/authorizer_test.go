@@ -69,143 +69,143 @@ func TestAuthorize(t *testing.T) {
 	cases := []struct {
 		name   string
 		node   string
-		req    request
+		req    call
 		want   authorizer.Decision
 		reason string // when set, the exact reason
 	}{
 		// secrets and configmaps
-		{"secret of a volume", "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "s1"}, allow, ""},
-		{"secret of another node's pod", "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "s2"}, no,
+		{"secret of a volume", "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s1"}, allow, ""},
+		{"secret of another node's pod", "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s2"}, no,
 			`no relationship found between node "n1" and secret "ns/s2"`},
-		{"secret of the same name elsewhere", "n1", request{verb: "get", resource: "secrets", ns: "other", name: "s1"}, no,
+		{"secret of the same name elsewhere", "n1", call{verb: "get", resource: "secrets", ns: "other", name: "s1"}, no,
 			`no relationship found between node "n1" and secret "other/s1"`},
-		{"image pull secret", "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "pull"}, allow, ""},
-		{"init container env secret", "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "init-s"}, allow, ""},
-		{"ephemeral container envFrom secret", "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "eph-s"}, allow, ""},
-		{"projected secret", "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "proj-s"}, allow, ""},
-		{"secret of a bound volume", "n1", request{verb: "get", resource: "secrets", ns: "storage", name: "pv-s1"}, allow, ""},
-		{"secret of another node's volume", "n1", request{verb: "get", resource: "secrets", ns: "storage", name: "pv-s2"}, no, ""},
-		{"secret named by a mirror pod", "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "mirror-s"}, no, ""},
-		{"secret watched by name", "n1", request{verb: "watch", resource: "secrets", ns: "ns", selector: "metadata.name=s1"}, allow, ""},
-		{"secret listed by name", "n1", request{verb: "list", resource: "secrets", ns: "ns", name: "s1", selector: "metadata.name==s1"}, allow, ""},
-		{"secret of another node listed by name", "n1", request{verb: "list", resource: "secrets", ns: "ns", selector: "metadata.name=s2"}, no, ""},
-		{"secrets listed", "n1", request{verb: "list", resource: "secrets", ns: "ns"}, no,
+		{"image pull secret", "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "pull"}, allow, ""},
+		{"init container env secret", "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "init-s"}, allow, ""},
+		{"ephemeral container envFrom secret", "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "eph-s"}, allow, ""},
+		{"projected secret", "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "proj-s"}, allow, ""},
+		{"secret of a bound volume", "n1", call{verb: "get", resource: "secrets", ns: "storage", name: "pv-s1"}, allow, ""},
+		{"secret of another node's volume", "n1", call{verb: "get", resource: "secrets", ns: "storage", name: "pv-s2"}, no, ""},
+		{"secret named by a mirror pod", "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "mirror-s"}, no, ""},
+		{"secret watched by name", "n1", call{verb: "watch", resource: "secrets", ns: "ns", selector: "metadata.name=s1"}, allow, ""},
+		{"secret listed by name", "n1", call{verb: "list", resource: "secrets", ns: "ns", name: "s1", selector: "metadata.name==s1"}, allow, ""},
+		{"secret of another node listed by name", "n1", call{verb: "list", resource: "secrets", ns: "ns", selector: "metadata.name=s2"}, no, ""},
+		{"secrets listed", "n1", call{verb: "list", resource: "secrets", ns: "ns"}, no,
 			`node "n1" may only read one secret at a time, by namespace and name (for list and watch: field selector metadata.name=<name>)`},
-		{"secrets listed by another field", "n1", request{verb: "list", resource: "secrets", ns: "ns", selector: "type=Opaque"}, no, ""},
-		{"secret name and selector disagree", "n1", request{verb: "list", resource: "secrets", ns: "ns", name: "s1", selector: "metadata.name=s2"}, no, ""},
-		{"secrets watched by name in every namespace", "n1", request{verb: "watch", resource: "secrets", selector: "metadata.name=s1"}, no, ""},
-		{"secret updated", "n1", request{verb: "update", resource: "secrets", ns: "ns", name: "s1"}, no,
+		{"secrets listed by another field", "n1", call{verb: "list", resource: "secrets", ns: "ns", selector: "type=Opaque"}, no, ""},
+		{"secret name and selector disagree", "n1", call{verb: "list", resource: "secrets", ns: "ns", name: "s1", selector: "metadata.name=s2"}, no, ""},
+		{"secrets watched by name in every namespace", "n1", call{verb: "watch", resource: "secrets", selector: "metadata.name=s1"}, no, ""},
+		{"secret updated", "n1", call{verb: "update", resource: "secrets", ns: "ns", name: "s1"}, no,
 			`node "n1" may only get, list or watch individual secrets`},
-		{"secret created", "n1", request{verb: "create", resource: "secrets", ns: "ns"}, no, ""},
-		{"secret deleted", "n1", request{verb: "delete", resource: "secrets", ns: "ns", name: "s1"}, no, ""},
-		{"configmap of a volume", "n1", request{verb: "get", resource: "configmaps", ns: "ns", name: "c1"}, allow, ""},
-		{"configmap of envFrom", "n1", request{verb: "get", resource: "configmaps", ns: "ns", name: "env-c"}, allow, ""},
-		{"projected configmap", "n1", request{verb: "watch", resource: "configmaps", ns: "ns", selector: "metadata.name=proj-c"}, allow, ""},
-		{"unrelated configmap", "n1", request{verb: "get", resource: "configmaps", ns: "ns", name: "nope"}, no,
+		{"secret created", "n1", call{verb: "create", resource: "secrets", ns: "ns"}, no, ""},
+		{"secret deleted", "n1", call{verb: "delete", resource: "secrets", ns: "ns", name: "s1"}, no, ""},
+		{"configmap of a volume", "n1", call{verb: "get", resource: "configmaps", ns: "ns", name: "c1"}, allow, ""},
+		{"configmap of envFrom", "n1", call{verb: "get", resource: "configmaps", ns: "ns", name: "env-c"}, allow, ""},
+		{"projected configmap", "n1", call{verb: "watch", resource: "configmaps", ns: "ns", selector: "metadata.name=proj-c"}, allow, ""},
+		{"unrelated configmap", "n1", call{verb: "get", resource: "configmaps", ns: "ns", name: "nope"}, no,
 			`no relationship found between node "n1" and configmap "ns/nope"`},
-		{"configmap patched", "n1", request{verb: "patch", resource: "configmaps", ns: "ns", name: "c1"}, no, ""},
+		{"configmap patched", "n1", call{verb: "patch", resource: "configmaps", ns: "ns", name: "c1"}, no, ""},
 
 		// claims and volumes
-		{"claim of a volume", "n1", request{verb: "get", resource: "persistentvolumeclaims", ns: "ns", name: "claim1"}, allow, ""},
-		{"claim of an ephemeral volume", "n1", request{verb: "get", resource: "persistentvolumeclaims", ns: "ns", name: "p1-vd"}, allow, ""},
-		{"claim of another node", "n1", request{verb: "get", resource: "persistentvolumeclaims", ns: "ns", name: "claim2"}, no,
+		{"claim of a volume", "n1", call{verb: "get", resource: "persistentvolumeclaims", ns: "ns", name: "claim1"}, allow, ""},
+		{"claim of an ephemeral volume", "n1", call{verb: "get", resource: "persistentvolumeclaims", ns: "ns", name: "p1-vd"}, allow, ""},
+		{"claim of another node", "n1", call{verb: "get", resource: "persistentvolumeclaims", ns: "ns", name: "claim2"}, no,
 			`no relationship found between node "n1" and persistentvolumeclaim "ns/claim2"`},
-		{"claims listed", "n1", request{verb: "list", resource: "persistentvolumeclaims", ns: "ns"}, no, ""},
-		{"claim updated", "n1", request{verb: "update", resource: "persistentvolumeclaims", ns: "ns", name: "claim1"}, no, ""},
-		{"claim status updated", "n1", request{verb: "update", resource: "persistentvolumeclaims", sub: "status", ns: "ns", name: "claim1"}, allow, ""},
-		{"claim status patched", "n1", request{verb: "patch", resource: "persistentvolumeclaims", sub: "status", ns: "ns", name: "claim1"}, allow, ""},
-		{"claim status of another node", "n1", request{verb: "patch", resource: "persistentvolumeclaims", sub: "status", ns: "ns", name: "claim2"}, no, ""},
-		{"claim status read", "n1", request{verb: "get", resource: "persistentvolumeclaims", sub: "status", ns: "ns", name: "claim1"}, no, ""},
-		{"bound volume", "n1", request{verb: "get", resource: "persistentvolumes", name: "pv1"}, allow, ""},
-		{"another node's volume", "n1", request{verb: "get", resource: "persistentvolumes", name: "pv2"}, no,
+		{"claims listed", "n1", call{verb: "list", resource: "persistentvolumeclaims", ns: "ns"}, no, ""},
+		{"claim updated", "n1", call{verb: "update", resource: "persistentvolumeclaims", ns: "ns", name: "claim1"}, no, ""},
+		{"claim status updated", "n1", call{verb: "update", resource: "persistentvolumeclaims", sub: "status", ns: "ns", name: "claim1"}, allow, ""},
+		{"claim status patched", "n1", call{verb: "patch", resource: "persistentvolumeclaims", sub: "status", ns: "ns", name: "claim1"}, allow, ""},
+		{"claim status of another node", "n1", call{verb: "patch", resource: "persistentvolumeclaims", sub: "status", ns: "ns", name: "claim2"}, no, ""},
+		{"claim status read", "n1", call{verb: "get", resource: "persistentvolumeclaims", sub: "status", ns: "ns", name: "claim1"}, no, ""},
+		{"bound volume", "n1", call{verb: "get", resource: "persistentvolumes", name: "pv1"}, allow, ""},
+		{"another node's volume", "n1", call{verb: "get", resource: "persistentvolumes", name: "pv2"}, no,
 			`no relationship found between node "n1" and persistentvolume "pv2"`},
-		{"volumes listed", "n1", request{verb: "list", resource: "persistentvolumes"}, no, ""},
+		{"volumes listed", "n1", call{verb: "list", resource: "persistentvolumes"}, no, ""},
 
 		// service accounts
-		{"service account of a pod", "n1", request{verb: "get", resource: "serviceaccounts", ns: "ns", name: "sa1"}, allow, ""},
-		{"token of a pod's service account", "n1", request{verb: "create", resource: "serviceaccounts", sub: "token", ns: "ns", name: "sa1"}, allow, ""},
-		{"service account of another node", "n1", request{verb: "get", resource: "serviceaccounts", ns: "ns", name: "sa2"}, no, ""},
-		{"token of another node's service account", "n1", request{verb: "create", resource: "serviceaccounts", sub: "token", ns: "ns", name: "sa2"}, no,
+		{"service account of a pod", "n1", call{verb: "get", resource: "serviceaccounts", ns: "ns", name: "sa1"}, allow, ""},
+		{"token of a pod's service account", "n1", call{verb: "create", resource: "serviceaccounts", sub: "token", ns: "ns", name: "sa1"}, allow, ""},
+		{"service account of another node", "n1", call{verb: "get", resource: "serviceaccounts", ns: "ns", name: "sa2"}, no, ""},
+		{"token of another node's service account", "n1", call{verb: "create", resource: "serviceaccounts", sub: "token", ns: "ns", name: "sa2"}, no,
 			`no relationship found between node "n1" and serviceaccount "ns/sa2"`},
-		{"service account listed", "n1", request{verb: "list", resource: "serviceaccounts", ns: "ns"}, no, ""},
-		{"service account updated", "n1", request{verb: "update", resource: "serviceaccounts", ns: "ns", name: "sa1"}, no, ""},
-		{"token read", "n1", request{verb: "get", resource: "serviceaccounts", sub: "token", ns: "ns", name: "sa1"}, no, ""},
+		{"service account listed", "n1", call{verb: "list", resource: "serviceaccounts", ns: "ns"}, no, ""},
+		{"service account updated", "n1", call{verb: "update", resource: "serviceaccounts", ns: "ns", name: "sa1"}, no, ""},
+		{"token read", "n1", call{verb: "get", resource: "serviceaccounts", sub: "token", ns: "ns", name: "sa1"}, no, ""},
 
 		// storage.k8s.io
-		{"own volume attachment", "n1", request{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va1"}, allow, ""},
-		{"another node's volume attachment", "n1", request{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va2"}, no, ""},
-		{"volume attachments listed", "n1", request{verb: "list", group: "storage.k8s.io", resource: "volumeattachments"}, no, ""},
-		{"own CSINode read", "n1", request{verb: "get", group: "storage.k8s.io", resource: "csinodes", name: "n1"}, allow, ""},
-		{"own CSINode created", "n1", request{verb: "create", group: "storage.k8s.io", resource: "csinodes"}, allow, ""},
-		{"own CSINode patched", "n1", request{verb: "patch", group: "storage.k8s.io", resource: "csinodes", name: "n1"}, allow, ""},
-		{"another CSINode updated", "n1", request{verb: "update", group: "storage.k8s.io", resource: "csinodes", name: "n2"}, no,
+		{"own volume attachment", "n1", call{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va1"}, allow, ""},
+		{"another node's volume attachment", "n1", call{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va2"}, no, ""},
+		{"volume attachments listed", "n1", call{verb: "list", group: "storage.k8s.io", resource: "volumeattachments"}, no, ""},
+		{"own CSINode read", "n1", call{verb: "get", group: "storage.k8s.io", resource: "csinodes", name: "n1"}, allow, ""},
+		{"own CSINode created", "n1", call{verb: "create", group: "storage.k8s.io", resource: "csinodes"}, allow, ""},
+		{"own CSINode patched", "n1", call{verb: "patch", group: "storage.k8s.io", resource: "csinodes", name: "n1"}, allow, ""},
+		{"another CSINode updated", "n1", call{verb: "update", group: "storage.k8s.io", resource: "csinodes", name: "n2"}, no,
 			`node "n1" may only use the CSINode named after it`},
-		{"CSINodes listed", "n1", request{verb: "list", group: "storage.k8s.io", resource: "csinodes"}, no, ""},
-		{"CSI drivers listed", "n1", request{verb: "list", group: "storage.k8s.io", resource: "csidrivers"}, allow, ""},
+		{"CSINodes listed", "n1", call{verb: "list", group: "storage.k8s.io", resource: "csinodes"}, no, ""},
+		{"CSI drivers listed", "n1", call{verb: "list", group: "storage.k8s.io", resource: "csidrivers"}, allow, ""},
 
 		// leases
-		{"own lease read", "n1", request{verb: "get", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease", name: "n1"}, allow, ""},
-		{"own lease updated", "n1", request{verb: "update", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease", name: "n1"}, allow, ""},
-		{"lease created", "n1", request{verb: "create", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease"}, allow, ""},
-		{"another node's lease", "n1", request{verb: "update", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease", name: "n2"}, no,
+		{"own lease read", "n1", call{verb: "get", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease", name: "n1"}, allow, ""},
+		{"own lease updated", "n1", call{verb: "update", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease", name: "n1"}, allow, ""},
+		{"lease created", "n1", call{verb: "create", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease"}, allow, ""},
+		{"another node's lease", "n1", call{verb: "update", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease", name: "n2"}, no,
 			`node "n1" may only use the lease named after it`},
-		{"lease elsewhere", "n1", request{verb: "get", group: "coordination.k8s.io", resource: "leases", ns: "kube-system", name: "n1"}, no,
+		{"lease elsewhere", "n1", call{verb: "get", group: "coordination.k8s.io", resource: "leases", ns: "kube-system", name: "n1"}, no,
 			`node "n1" may only use leases in namespace kube-node-lease`},
-		{"leases listed", "n1", request{verb: "list", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease"}, no, ""},
+		{"leases listed", "n1", call{verb: "list", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease"}, no, ""},
 
 		// nodes
-		{"own node read", "n1", request{verb: "get", resource: "nodes", name: "n1"}, allow, ""},
-		{"another node read", "n1", request{verb: "get", resource: "nodes", name: "n2"}, no,
+		{"own node read", "n1", call{verb: "get", resource: "nodes", name: "n1"}, allow, ""},
+		{"another node read", "n1", call{verb: "get", resource: "nodes", name: "n2"}, no,
 			`node "n1" may get only its own Node object`},
-		{"own node watched", "n1", request{verb: "watch", resource: "nodes", selector: "metadata.name=n1"}, allow, ""},
-		{"own node listed by name", "n1", request{verb: "list", resource: "nodes", name: "n1", selector: "metadata.name=n1"}, allow, ""},
-		{"nodes listed", "n1", request{verb: "list", resource: "nodes"}, no,
+		{"own node watched", "n1", call{verb: "watch", resource: "nodes", selector: "metadata.name=n1"}, allow, ""},
+		{"own node listed by name", "n1", call{verb: "list", resource: "nodes", name: "n1", selector: "metadata.name=n1"}, allow, ""},
+		{"nodes listed", "n1", call{verb: "list", resource: "nodes"}, no,
 			`node "n1" may list only its own Node object (field selector metadata.name=n1)`},
-		{"another node watched", "n1", request{verb: "watch", resource: "nodes", selector: "metadata.name=n2"}, no, ""},
-		{"node created", "n1", request{verb: "create", resource: "nodes"}, allow, ""},
-		{"node updated", "n1", request{verb: "update", resource: "nodes", name: "n1"}, allow, ""},
-		{"node status patched", "n1", request{verb: "patch", resource: "nodes", sub: "status", name: "n1"}, allow, ""},
-		{"own node deleted", "n1", request{verb: "delete", resource: "nodes", name: "n1"}, allow, ""},
-		{"another node deleted", "n1", request{verb: "delete", resource: "nodes", name: "n2"}, no, ""},
-		{"nodes deleted", "n1", request{verb: "deletecollection", resource: "nodes"}, no, ""},
-		{"node proxy", "n1", request{verb: "get", resource: "nodes", sub: "proxy", name: "n1"}, no, ""},
+		{"another node watched", "n1", call{verb: "watch", resource: "nodes", selector: "metadata.name=n2"}, no, ""},
+		{"node created", "n1", call{verb: "create", resource: "nodes"}, allow, ""},
+		{"node updated", "n1", call{verb: "update", resource: "nodes", name: "n1"}, allow, ""},
+		{"node status patched", "n1", call{verb: "patch", resource: "nodes", sub: "status", name: "n1"}, allow, ""},
+		{"own node deleted", "n1", call{verb: "delete", resource: "nodes", name: "n1"}, allow, ""},
+		{"another node deleted", "n1", call{verb: "delete", resource: "nodes", name: "n2"}, no, ""},
+		{"nodes deleted", "n1", call{verb: "deletecollection", resource: "nodes"}, no, ""},
+		{"node proxy", "n1", call{verb: "get", resource: "nodes", sub: "proxy", name: "n1"}, no, ""},
 
 		// pods
-		{"own pod read", "n1", request{verb: "get", resource: "pods", ns: "ns", name: "p1"}, allow, ""},
-		{"own mirror pod read", "n1", request{verb: "get", resource: "pods", ns: "ns", name: "mirror"}, allow, ""},
-		{"another node's pod read", "n1", request{verb: "get", resource: "pods", ns: "ns", name: "p2"}, no,
+		{"own pod read", "n1", call{verb: "get", resource: "pods", ns: "ns", name: "p1"}, allow, ""},
+		{"own mirror pod read", "n1", call{verb: "get", resource: "pods", ns: "ns", name: "mirror"}, allow, ""},
+		{"another node's pod read", "n1", call{verb: "get", resource: "pods", ns: "ns", name: "p2"}, no,
 			`no relationship found between node "n1" and pod "ns/p2"`},
-		{"own pods listed", "n1", request{verb: "list", resource: "pods", selector: "spec.nodeName=n1"}, allow, ""},
-		{"own pods watched in a namespace", "n1", request{verb: "watch", resource: "pods", ns: "ns", selector: "spec.nodeName=n1,status.phase=Running"}, allow, ""},
-		{"another node's pods listed", "n1", request{verb: "list", resource: "pods", selector: "spec.nodeName=n2"}, no, ""},
-		{"pods listed", "n1", request{verb: "list", resource: "pods"}, no,
+		{"own pods listed", "n1", call{verb: "list", resource: "pods", selector: "spec.nodeName=n1"}, allow, ""},
+		{"own pods watched in a namespace", "n1", call{verb: "watch", resource: "pods", ns: "ns", selector: "spec.nodeName=n1,status.phase=Running"}, allow, ""},
+		{"another node's pods listed", "n1", call{verb: "list", resource: "pods", selector: "spec.nodeName=n2"}, no, ""},
+		{"pods listed", "n1", call{verb: "list", resource: "pods"}, no,
 			`node "n1" may only list or watch pods with field selector spec.nodeName=n1`},
-		{"pods listed off the node", "n1", request{verb: "list", resource: "pods", selector: "spec.nodeName!=n1"}, no, ""},
-		{"own pod watched by name", "n1", request{verb: "watch", resource: "pods", ns: "ns", selector: "metadata.name=p1"}, allow, ""},
-		{"mirror pod created", "n1", request{verb: "create", resource: "pods", ns: "ns"}, allow, ""},
-		{"pod deleted", "n1", request{verb: "delete", resource: "pods", ns: "ns", name: "p1"}, allow, ""},
-		{"pod status updated", "n1", request{verb: "update", resource: "pods", sub: "status", ns: "ns", name: "p1"}, allow, ""},
-		{"pod evicted", "n1", request{verb: "create", resource: "pods", sub: "eviction", ns: "ns", name: "p1"}, allow, ""},
-		{"pod updated", "n1", request{verb: "update", resource: "pods", ns: "ns", name: "p1"}, no,
+		{"pods listed off the node", "n1", call{verb: "list", resource: "pods", selector: "spec.nodeName!=n1"}, no, ""},
+		{"own pod watched by name", "n1", call{verb: "watch", resource: "pods", ns: "ns", selector: "metadata.name=p1"}, allow, ""},
+		{"mirror pod created", "n1", call{verb: "create", resource: "pods", ns: "ns"}, allow, ""},
+		{"pod deleted", "n1", call{verb: "delete", resource: "pods", ns: "ns", name: "p1"}, allow, ""},
+		{"pod status updated", "n1", call{verb: "update", resource: "pods", sub: "status", ns: "ns", name: "p1"}, allow, ""},
+		{"pod evicted", "n1", call{verb: "create", resource: "pods", sub: "eviction", ns: "ns", name: "p1"}, allow, ""},
+		{"pod updated", "n1", call{verb: "update", resource: "pods", ns: "ns", name: "p1"}, no,
 			`node "n1" may not update pods`},
-		{"pod exec", "n1", request{verb: "create", resource: "pods", sub: "exec", ns: "ns", name: "p1"}, no, ""},
+		{"pod exec", "n1", call{verb: "create", resource: "pods", sub: "exec", ns: "ns", name: "p1"}, no, ""},
 
 		// resource.k8s.io
-		{"claim of a pod's device", "n1", request{verb: "get", group: "resource.k8s.io", resource: "resourceclaims", ns: "ns", name: "rc1"}, allow, ""},
-		{"another resource claim", "n1", request{verb: "get", group: "resource.k8s.io", resource: "resourceclaims", ns: "ns", name: "rc2"}, no, ""},
-		{"own resource slices deleted", "n1", request{verb: "deletecollection", group: "resource.k8s.io", resource: "resourceslices", selector: "spec.nodeName=n1"}, allow, ""},
-		{"all resource slices deleted", "n1", request{verb: "deletecollection", group: "resource.k8s.io", resource: "resourceslices"}, no, ""},
+		{"claim of a pod's device", "n1", call{verb: "get", group: "resource.k8s.io", resource: "resourceclaims", ns: "ns", name: "rc1"}, allow, ""},
+		{"another resource claim", "n1", call{verb: "get", group: "resource.k8s.io", resource: "resourceclaims", ns: "ns", name: "rc2"}, no, ""},
+		{"own resource slices deleted", "n1", call{verb: "deletecollection", group: "resource.k8s.io", resource: "resourceslices", selector: "spec.nodeName=n1"}, allow, ""},
+		{"all resource slices deleted", "n1", call{verb: "deletecollection", group: "resource.k8s.io", resource: "resourceslices"}, no, ""},
 
 		// the fixed policy
-		{"services listed", "n1", request{verb: "list", resource: "services"}, allow, reasonFixedPolicy},
-		{"event created", "n1", request{verb: "create", resource: "events", ns: "ns"}, allow, ""},
-		{"CSR created", "n1", request{verb: "create", group: "certificates.k8s.io", resource: "certificatesigningrequests"}, allow, ""},
-		{"token review", "n1", request{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"}, allow, ""},
-		{"endpoints read", "n1", request{verb: "get", resource: "endpoints", ns: "ns", name: "e"}, allow, ""},
-		{"deployments read", "n1", request{verb: "get", group: "apps", resource: "deployments", ns: "ns", name: "d"}, no,
+		{"services listed", "n1", call{verb: "list", resource: "services"}, allow, reasonFixedPolicy},
+		{"event created", "n1", call{verb: "create", resource: "events", ns: "ns"}, allow, ""},
+		{"CSR created", "n1", call{verb: "create", group: "certificates.k8s.io", resource: "certificatesigningrequests"}, allow, ""},
+		{"token review", "n1", call{verb: "create", group: "authentication.k8s.io", resource: "tokenreviews"}, allow, ""},
+		{"endpoints read", "n1", call{verb: "get", resource: "endpoints", ns: "ns", name: "e"}, allow, ""},
+		{"deployments read", "n1", call{verb: "get", group: "apps", resource: "deployments", ns: "ns", name: "d"}, no,
 			`node "n1" may not get deployments.apps: the system:node policy does not allow it`},
-		{"endpoints deleted", "n1", request{verb: "delete", resource: "endpoints", ns: "ns", name: "e"}, no, ""},
-		{"non-resource URL", "n1", request{verb: "get", path: "/metrics"}, no,
+		{"endpoints deleted", "n1", call{verb: "delete", resource: "endpoints", ns: "ns", name: "e"}, no, ""},
+		{"non-resource URL", "n1", call{verb: "get", path: "/metrics"}, no,
 			`node "n1" may not get /metrics: the system:node policy does not allow it`},
 	}
 	for _, tc := range cases {
@@ -220,13 +220,18 @@ func TestAuthorize(t *testing.T) {
 			if tc.reason != "" && reason != tc.reason {
 				t.Errorf("reason = %q, want %q", reason, tc.reason)
 			}
+			// Attributes other than an AttributesRecord are read through the interface.
+			wrapped := struct{ authorizer.Attributes }{tc.req.attrs(t, nodeUser(tc.node))}
+			if d, r, _ := a.Authorize(context.Background(), wrapped); d != got || r != reason {
+				t.Errorf("through the interface: %v %q, want %v %q", d, r, got, reason)
+			}
 		})
 	}
 }
 
 func TestAuthorizeNonNodes(t *testing.T) {
 	a := NewAuthorizer(fixtureGraph(), nil, bootstrap.NodeRules())
-	secret := request{verb: "get", resource: "secrets", ns: "ns", name: "s1"}
+	secret := call{verb: "get", resource: "secrets", ns: "ns", name: "s1"}
 	cases := []struct {
 		name       string
 		user       user.Info
@@ -252,7 +257,7 @@ func TestAuthorizeNonNodes(t *testing.T) {
 
 func TestConditionsAware(t *testing.T) {
 	a := NewAuthorizer(fixtureGraph(), nil, bootstrap.NodeRules())
-	attrs := request{verb: "get", resource: "secrets", ns: "ns", name: "s1"}.attrs(t, nodeUser("n1"))
+	attrs := call{verb: "get", resource: "secrets", ns: "ns", name: "s1"}.attrs(t, nodeUser("n1"))
 	d := a.ConditionsAwareAuthorize(context.Background(), attrs)
 	if !d.IsAllow() {
 		t.Errorf("ConditionsAwareAuthorize = %v, want allowed", d)
@@ -326,7 +331,7 @@ func TestAuthorizeFollowsAttachments(t *testing.T) {
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va"}, Spec: storagev1.VolumeAttachmentSpec{NodeName: "n1"}}
 	p.addAttachment(va)
 	a := NewAuthorizer(g, nil, bootstrap.NodeRules())
-	get := request{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va"}
+	get := call{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va"}
 	if d, reason := decide(t, a, "n1", get); d != authorizer.DecisionAllow {
 		t.Errorf("attached node: %v %q", d, reason)
 	}
@@ -359,8 +364,8 @@ func TestDenialsAreLogged(t *testing.T) {
 	}()
 
 	a := NewAuthorizer(fixtureGraph(), nil, bootstrap.NodeRules())
-	_, reason := decide(t, a, "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "s2"})
-	_, _ = decide(t, a, "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "s1"})
+	_, reason := decide(t, a, "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s2"})
+	_, _ = decide(t, a, "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s1"})
 	klog.Flush()
 	logged := buf.String()
 	if !strings.Contains(logged, "NODE DENY") || !strings.Contains(logged, strconv.Quote(reason)) {

@@ -87,7 +87,7 @@ func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Autho
 	return NewAuthorizer(g, NewFreshness(src, p, maxWait), bootstrap.NodeRules()), p
 }
 
-func authorizeAsync(t *testing.T, a *Authorizer, node string, r request) <-chan decision {
+func authorizeAsync(t *testing.T, a *Authorizer, node string, r call) <-chan decision {
 	out := make(chan decision, 1)
 	attrs := r.attrs(t, nodeUser(node))
 	go func() {
@@ -103,7 +103,7 @@ func authorizeAsync(t *testing.T, a *Authorizer, node string, r request) <-chan 
 func TestNoDenialFromAStaleGraph(t *testing.T) {
 	src := newGatedSource(map[string]int64{"pods": 7}, false)
 	a, p := staleGraph(t, src, wait)
-	result := authorizeAsync(t, a, "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "s"})
+	result := authorizeAsync(t, a, "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s"})
 	<-src.called
 	select {
 	case r := <-result:
@@ -122,7 +122,7 @@ func TestStaleGraphDeniedAfterMaxWait(t *testing.T) {
 	const maxWait = 100 * time.Millisecond
 	a, _ := staleGraph(t, fixedRevisions{"pods": 7}, maxWait)
 	start := time.Now()
-	r := <-authorizeAsync(t, a, "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "s"})
+	r := <-authorizeAsync(t, a, "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s"})
 	if elapsed := time.Since(start); elapsed < maxWait {
 		t.Errorf("refused after %v, before the %v bound", elapsed, maxWait)
 	}
@@ -139,7 +139,7 @@ func TestFreshGraphDeniesAtOnce(t *testing.T) {
 	g, p, _ := newPopulator(t, fake.NewClientset())
 	a := NewAuthorizer(g, NewFreshness(src, p, wait), bootstrap.NodeRules())
 	start := time.Now()
-	if d, _ := decide(t, a, "n1", request{verb: "get", resource: "secrets", ns: "ns", name: "unrelated"}); d != authorizer.DecisionNoOpinion {
+	if d, _ := decide(t, a, "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "unrelated"}); d != authorizer.DecisionNoOpinion {
 		t.Errorf("decision = %v, want NoOpinion", d)
 	}
 	if elapsed := time.Since(start); elapsed > wait/2 {

@@ -30,7 +30,7 @@ func checkReach(t *testing.T, g *Graph, want ...reach) {
 func checkEmpty(t *testing.T, g *Graph) {
 	t.Helper()
 	for i := range g.reach.shards {
-		if live := g.reach.shards[i].Load().live; live != 0 {
+		if live := g.reach.use[i].live; live != 0 {
 			t.Errorf("reach shard %d still holds %d pairs", i, live)
 		}
 	}

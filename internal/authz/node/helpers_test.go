@@ -16,15 +16,15 @@ func nodeUser(name string) user.Info {
 	return &user.DefaultInfo{Name: "system:node:" + name, Groups: []string{"system:nodes", "system:authenticated"}}
 }
 
-// request describes a request in the tests' tables.
-type request struct {
+// call describes a request in the tests' tables.
+type call struct {
 	verb, group, resource, sub, ns, name string
 	// selector is a field selector, as in ?fieldSelector=.
 	selector string
 	path     string
 }
 
-func (r request) attrs(t testing.TB, u user.Info) authorizer.Attributes {
+func (r call) attrs(t testing.TB, u user.Info) authorizer.Attributes {
 	t.Helper()
 	a := &authorizer.AttributesRecord{
 		User: u, Verb: r.verb, APIGroup: r.group, Resource: r.resource, Subresource: r.sub,
@@ -96,7 +96,7 @@ func claimRef(namespace, name string) *corev1.ObjectReference {
 }
 
 // decide asks a about r on behalf of node.
-func decide(t testing.TB, a *Authorizer, node string, r request) (authorizer.Decision, string) {
+func decide(t testing.TB, a *Authorizer, node string, r call) (authorizer.Decision, string) {
 	t.Helper()
 	d, reason, err := a.Authorize(context.Background(), r.attrs(t, nodeUser(node)))
 	if err != nil {

@@ -25,14 +25,25 @@ const reachShards = 256
 type reachSet struct {
 	seed   maphash.Seed
 	shards [reachShards]atomic.Pointer[reachTable]
+	// use counts, per shard, what its current table has used. Only writers touch it; it
+	// lives apart from the tables so that counting does not disturb readers' cache lines.
+	use [reachShards]tableUse
 }
 
+// tableUse counts a table's live slots, its used (live or removed) slots, and the arena
+// bytes written.
+type tableUse struct {
+	live, used, arena int
+}
+
+// reachTable is one shard's table. Readers read its fields, which never change once it is
+// published; writers also change its slots, arena and paths beyond what readers look at.
 type reachTable struct {
 	slots []reachSlot
 	mask  uint64
 	arena []byte
-	// Only writers use these: live and used (live or removed) slots, arena bytes used.
-	live, used, arenaUsed int
+	// paths counts the paths to each slot's pair; only writers use it.
+	paths []int32
 }
 
 // Slot states; a live slot's state also holds the kind of its object, so that one load
@@ -47,13 +58,12 @@ func liveState(k kind) uint32 { return slotLive | uint32(k)<<8 }
 
 // reachSlot is one pair in 16 bytes, four to a cache line. Its key, at offset in the
 // arena, is the lengths of the node's name, the namespace and the name, then the three end
-// to end.
+// to end. The low half of its hash places it again when the table is rebuilt.
 type reachSlot struct {
 	state       atomic.Uint32
 	fingerprint uint32
 	offset      uint32
-	// paths is only read and written by writers.
-	paths int32
+	lowHash     uint32
 }
 
 const (
@@ -70,14 +80,19 @@ func newReachSet() *reachSet {
 }
 
 func newReachTable(size, arena int) *reachTable {
-	return &reachTable{slots: make([]reachSlot, size), mask: uint64(size - 1), arena: make([]byte, arena)}
+	return &reachTable{
+		slots: make([]reachSlot, size),
+		mask:  uint64(size - 1),
+		arena: make([]byte, arena),
+		paths: make([]int32, size),
+	}
 }
 
 // mix combines the hashes of a key's parts. The result picks the shard with its top byte,
 // the slot with its low bits, and the fingerprint with the bits between.
 func mix(name, namespace, node uint64) uint64 {
-	h := (name ^ namespace) * 0x9e3779b97f4a7c15
-	h = (h ^ node) * 0xc2b2ae3d27d4eb4f
+	h := (name*0x9e3779b97f4a7c15 ^ namespace) * 0xc2b2ae3d27d4eb4f
+	h = (h ^ node) * 0x165667b19e3779f9
 	return h ^ h>>29
 }
 
@@ -143,7 +158,7 @@ func (s *reachSet) addLocked(node string, key objKey, delta int32) {
 	h := s.hash(node, key.namespace, key.name)
 	fp, want := fingerprintOf(h), liveState(key.kind)
 	sh := shardOf(h)
-	t := s.shards[sh].Load()
+	t, use := s.shards[sh].Load(), &s.use[sh]
 	i := h & t.mask
 	for ; ; i = (i + 1) & t.mask {
 		sl := &t.slots[i]
@@ -154,9 +169,9 @@ func (s *reachSet) addLocked(node string, key objKey, delta int32) {
 		if state != want || sl.fingerprint != fp || !t.holds(sl, node, key.namespace, key.name) {
 			continue
 		}
-		if sl.paths += delta; sl.paths <= 0 {
+		if t.paths[i] += delta; t.paths[i] <= 0 {
 			sl.state.Store(slotRemoved)
-			t.live--
+			use.live--
 		}
 		return
 	}
@@ -164,55 +179,59 @@ func (s *reachSet) addLocked(node string, key objKey, delta int32) {
 		return
 	}
 	size := keySize(len(node), len(key.namespace), len(key.name))
-	if (t.used+1)*4 > len(t.slots)*3 || t.arenaUsed+size > len(t.arena) {
-		t = t.rebuilt(s, size)
+	if (use.used+1)*4 > len(t.slots)*3 || use.arena+size > len(t.arena) {
+		t = t.rebuilt(use, size)
 		s.shards[sh].Store(t)
-		i = t.emptySlot(h)
+		i = t.emptySlot(uint64(uint32(h)))
 	}
-	fill(t, &t.slots[i], fp, delta, want, node, key.namespace, key.name)
+	fill(t, use, i, uint32(h), fp, delta, want, node, key.namespace, key.name)
 }
 
-// emptySlot is where a pair with hash h goes in a table that does not hold it.
-func (t *reachTable) emptySlot(h uint64) uint64 {
-	i := h & t.mask
+// emptySlot is where a pair whose hash has lowHash goes in a table that does not hold it.
+func (t *reachTable) emptySlot(lowHash uint64) uint64 {
+	i := lowHash & t.mask
 	for t.slots[i].state.Load() != slotEmpty {
 		i = (i + 1) & t.mask
 	}
 	return i
 }
 
-// fill writes a pair into an empty slot, its key into the arena, and publishes it.
-func fill[K string | []byte](t *reachTable, sl *reachSlot, fp uint32, paths int32, state uint32, node, namespace, name K) {
-	o := t.arenaUsed
+// fill writes a pair into empty slot i, its key into the arena, and publishes it.
+func fill[K string | []byte](t *reachTable, use *tableUse, i uint64, lowHash, fp uint32, paths int32, state uint32, node, namespace, name K) {
+	o := use.arena
 	key := binary.AppendUvarint(t.arena[o:o], uint64(len(node)))
 	key = binary.AppendUvarint(key, uint64(len(namespace)))
 	key = binary.AppendUvarint(key, uint64(len(name)))
 	key = append(key, node...)
 	key = append(key, namespace...)
 	key = append(key, name...)
-	t.arenaUsed += len(key)
-	sl.fingerprint, sl.offset, sl.paths = fp, uint32(o), paths
+	use.arena += len(key)
+	use.live++
+	use.used++
+	t.paths[i] = paths
+	sl := &t.slots[i]
+	sl.fingerprint, sl.offset, sl.lowHash = fp, uint32(o), lowHash
 	sl.state.Store(state)
-	t.live++
-	t.used++
 }
 
 // rebuilt returns a table with t's live pairs and room for as many again, or at least for
 // a key of extra bytes: at most half its slots and arena used, so that probes stay short
-// and a lookup for an absent pair soon meets an empty slot.
-func (t *reachTable) rebuilt(s *reachSet, extra int) *reachTable {
+// and a lookup for an absent pair soon meets an empty slot. It resets use to the new
+// table's.
+func (t *reachTable) rebuilt(use *tableUse, extra int) *reachTable {
 	size := minTableSize
-	for size < (t.live+1)*2 {
+	for size < (use.live+1)*2 {
 		size *= 2
 	}
 	keyBytes := 0
 	for i := range t.slots {
 		if sl := &t.slots[i]; sl.state.Load() >= slotLive {
-			_, _, _, size := t.parts(sl)
-			keyBytes += size
+			_, _, _, n := t.parts(sl)
+			keyBytes += n
 		}
 	}
 	fresh := newReachTable(size, max(minArenaSize, 2*(keyBytes+extra)))
+	*use = tableUse{}
 	for i := range t.slots {
 		old := &t.slots[i]
 		state := old.state.Load()
@@ -220,8 +239,7 @@ func (t *reachTable) rebuilt(s *reachSet, extra int) *reachTable {
 			continue
 		}
 		node, namespace, name, _ := t.parts(old)
-		h := mix(maphash.Bytes(s.seed, name), maphash.Bytes(s.seed, namespace), maphash.Bytes(s.seed, node))
-		fill(fresh, &fresh.slots[fresh.emptySlot(h)], old.fingerprint, old.paths, state, node, namespace, name)
+		fill(fresh, use, fresh.emptySlot(uint64(old.lowHash)), old.lowHash, old.fingerprint, t.paths[i], state, node, namespace, name)
 	}
 	return fresh
 }

@@ -57,8 +57,8 @@ func TestReachSetMatchesAMap(t *testing.T) {
 	}
 	check(-1)
 	for i := range s.shards {
-		if tb := s.shards[i].Load(); tb.live != 0 {
-			t.Errorf("shard %d: %d live slots after withdrawing everything", i, tb.live)
+		if live := s.use[i].live; live != 0 {
+			t.Errorf("shard %d: %d live slots after withdrawing everything", i, live)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // fixedRules answers "does the system:node policy allow this" for requests the graph does
@@ -46,15 +45,15 @@ func plain(r rbacv1.PolicyRule) bool {
 		!slices.ContainsFunc(r.Resources, func(res string) bool { return strings.Contains(res, rbacv1.ResourceAll) })
 }
 
-func (f fixedRules) allow(attrs authorizer.Attributes) bool {
-	if attrs.IsResourceRequest() {
-		verbs := f.verbs[ruleResource{attrs.GetAPIGroup(), attrs.GetResource(), attrs.GetSubresource()}]
-		if slices.Contains(verbs, attrs.GetVerb()) {
+func (f fixedRules) allow(req *request) bool {
+	if req.resourceRequest {
+		verbs := f.verbs[ruleResource{req.group, req.resource, req.sub}]
+		if slices.Contains(verbs, req.verb) {
 			return true
 		}
 	}
 	for i := range f.general {
-		if ruleAllows(&f.general[i], attrs) {
+		if ruleAllows(&f.general[i], req) {
 			return true
 		}
 	}
@@ -63,12 +62,12 @@ func (f fixedRules) allow(attrs authorizer.Attributes) bool {
 
 // ruleAllows is RBAC's matching: a subresource needs "<resource>/<sub>", "*/<sub>" or
 // "*"; a non-resource URL matches exactly or by a prefix ending in "*".
-func ruleAllows(r *rbacv1.PolicyRule, attrs authorizer.Attributes) bool {
-	if !hasOrAll(r.Verbs, attrs.GetVerb(), rbacv1.VerbAll) {
+func ruleAllows(r *rbacv1.PolicyRule, req *request) bool {
+	if !hasOrAll(r.Verbs, req.verb, rbacv1.VerbAll) {
 		return false
 	}
-	if !attrs.IsResourceRequest() {
-		path := attrs.GetPath()
+	if !req.resourceRequest {
+		path := req.path
 		return slices.ContainsFunc(r.NonResourceURLs, func(u string) bool {
 			if prefix, ok := strings.CutSuffix(u, "*"); ok {
 				return strings.HasPrefix(path, prefix)
@@ -76,13 +75,13 @@ func ruleAllows(r *rbacv1.PolicyRule, attrs authorizer.Attributes) bool {
 			return u == path
 		})
 	}
-	if !hasOrAll(r.APIGroups, attrs.GetAPIGroup(), rbacv1.APIGroupAll) {
+	if !hasOrAll(r.APIGroups, req.group, rbacv1.APIGroupAll) {
 		return false
 	}
-	if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, attrs.GetName()) {
+	if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, req.name) {
 		return false
 	}
-	resource, sub := attrs.GetResource(), attrs.GetSubresource()
+	resource, sub := req.resource, req.sub
 	return slices.ContainsFunc(r.Resources, func(rr string) bool {
 		if rr == rbacv1.ResourceAll {
 			return true

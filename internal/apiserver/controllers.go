@@ -28,6 +28,7 @@ var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 
 // addControllers registers the built-in controllers and start-up tasks as post-start hooks; the
 // server reports ready only once every hook has returned.
+// nodeGraph is nil when mode Node is off.
 func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator) error {
 	namespaces, err := namespacecontroller.New(client, dyn, factory.Core().V1().Namespaces())
 	if err != nil {
@@ -37,21 +38,17 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 	if err != nil {
 		return err
 	}
-	hooks := []struct {
+	type hook struct {
 		name string
 		run  func(context.Context) error
-	}{
+	}
+	hooks := []hook{
 		{"start-informers", func(ctx context.Context) error {
 			factory.Start(ctx.Done())
 			return nil
 		}},
 		{"system-namespaces", func(ctx context.Context) error { return ensureNamespaces(ctx, client) }},
 		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, client, rbacIndex) }},
-		{"node-authorizer-graph", func(ctx context.Context) error {
-			return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-				return nodeGraph.HasSynced(), nil
-			})
-		}},
 		{"namespace-controller", func(ctx context.Context) error {
 			go namespaces.Run(ctx, 2)
 			return nil
@@ -60,6 +57,13 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 			go aggregation.Run(ctx, 1)
 			return nil
 		}},
+	}
+	if nodeGraph != nil {
+		hooks = append(hooks, hook{"node-authorizer-graph", func(ctx context.Context) error {
+			return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+				return nodeGraph.HasSynced(), nil
+			})
+		}})
 	}
 	for _, h := range hooks {
 		err := srv.AddPostStartHook(h.name, func(ctx genericapiserver.PostStartHookContext) error { return h.run(ctx) })

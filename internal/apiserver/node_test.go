@@ -277,3 +277,14 @@ func TestNodeRestrictionThroughTheServer(t *testing.T) {
 		t.Errorf("node1 deleting itself: %v", err)
 	}
 }
+
+func TestWithoutModeNodeThereIsNoGraph(t *testing.T) {
+	ts := startTestServer(t, t.TempDir(), func(o *Options) { o.AuthorizationModes = []string{"RBAC"} })
+	if ts.nodeGraph != nil {
+		t.Error("the node graph was built without mode Node")
+	}
+	err := ts.client.CoreV1().RESTClient().Get().AbsPath(nodePathURL).Param("node", "n").Param("kind", "secret").Param("name", "x").Do(context.Background()).Error()
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("path endpoint without mode Node: got %v, want NotFound", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -213,27 +214,35 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, fmt.Errorf("building the RBAC index: %w", err)
 	}
-	etcdClient, err := newEtcdClient(in.etcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile)
-	if err != nil {
-		return nil, err
-	}
+	sources := authz.Sources{RBAC: rbacIndex}
+	var (
+		nodeAuthz     *node.Authorizer
+		nodePopulator *node.Populator
+		closers       []func()
+	)
 	defer func() {
 		if err != nil {
-			etcdClient.Close()
+			for _, c := range closers {
+				c()
+			}
 		}
 	}()
-	// The graph's progress tracking lives as long as the server; it stops before the client closes.
-	graphCtx, stopGraph := context.WithCancel(ctx)
-	defer func() {
+	// The node graph watches every pod and keeps its own etcd watches: only mode Node needs it.
+	if slices.Contains(o.AuthorizationModes, authz.ModeNode) {
+		etcdClient, err := newEtcdClient(in.etcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile)
 		if err != nil {
-			stopGraph()
+			return nil, err
 		}
-	}()
-	nodeAuthz, nodePopulator, err := nodeAuthorizer(graphCtx, etcdClient, informerFactory)
-	if err != nil {
-		return nil, err
+		// The graph's progress tracking lives as long as the server; it stops before the client closes.
+		graphCtx, stopGraph := context.WithCancel(ctx)
+		closers = append(closers, stopGraph, func() { etcdClient.Close() })
+		nodeAuthz, nodePopulator, err = nodeAuthorizer(graphCtx, etcdClient, informerFactory)
+		if err != nil {
+			return nil, err
+		}
+		sources.Node = nodeAuthz
 	}
-	cfg.Authorization.Authorizer, cfg.RuleResolver, err = authz.New(o.AuthorizationModes, authz.Sources{RBAC: rbacIndex, Node: nodeAuthz})
+	cfg.Authorization.Authorizer, cfg.RuleResolver, err = authz.New(o.AuthorizationModes, sources)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +282,9 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 		return nil, fmt.Errorf("creating API server: %w", err)
 	}
 	replaceVersionRoute(srv.Handler.GoRestfulContainer)
-	srv.Handler.NonGoRestfulMux.HandleFunc(nodePathURL, nodePathHandler(nodeAuthz))
+	if nodeAuthz != nil {
+		srv.Handler.NonGoRestfulMux.HandleFunc(nodePathURL, nodePathHandler(nodeAuthz))
+	}
 	err = installAPIs(srv, apiDeps{
 		optsGetter: cfg.RESTOptionsGetter,
 		authorizer: cfg.Authorization.Authorizer,
@@ -289,7 +300,7 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	return &preparedServer{
 		prepared:  srv.PrepareRun(),
 		nodeGraph: nodePopulator,
-		closers:   []func(){stopGraph, func() { etcdClient.Close() }},
+		closers:   closers,
 	}, nil
 }
 

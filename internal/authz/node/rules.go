@@ -5,11 +5,14 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/idplane/idplane/internal/authz/policyrule"
 )
 
 // fixedRules answers "does the system:node policy allow this" for requests the graph does
 // not decide. Plain rules (no wildcards, no resource names) are indexed by group and
-// resource, which is every rule of the bootstrap policy; anything else is matched in order.
+// resource, which is every rule of the bootstrap policy; anything else is matched in order
+// with RBAC's own matching.
 type fixedRules struct {
 	verbs   map[ruleResource][]string
 	general []rbacv1.PolicyRule
@@ -52,48 +55,12 @@ func (f fixedRules) allow(req *request) bool {
 			return true
 		}
 	}
-	for i := range f.general {
-		if ruleAllows(&f.general[i], req) {
-			return true
-		}
-	}
-	return false
-}
-
-// ruleAllows is RBAC's matching: a subresource needs "<resource>/<sub>", "*/<sub>" or
-// "*"; a non-resource URL matches exactly or by a prefix ending in "*".
-func ruleAllows(r *rbacv1.PolicyRule, req *request) bool {
-	if !hasOrAll(r.Verbs, req.verb, rbacv1.VerbAll) {
+	if len(f.general) == 0 {
 		return false
 	}
-	if !req.resourceRequest {
-		path := req.path
-		return slices.ContainsFunc(r.NonResourceURLs, func(u string) bool {
-			if prefix, ok := strings.CutSuffix(u, "*"); ok {
-				return strings.HasPrefix(path, prefix)
-			}
-			return u == path
-		})
+	matched := policyrule.Request{
+		Verb: req.verb, IsResource: req.resourceRequest, APIGroup: req.group,
+		Resource: req.resource, Subresource: req.sub, Name: req.name, Path: req.path,
 	}
-	if !hasOrAll(r.APIGroups, req.group, rbacv1.APIGroupAll) {
-		return false
-	}
-	if len(r.ResourceNames) > 0 && !slices.Contains(r.ResourceNames, req.name) {
-		return false
-	}
-	resource, sub := req.resource, req.sub
-	return slices.ContainsFunc(r.Resources, func(rr string) bool {
-		if rr == rbacv1.ResourceAll {
-			return true
-		}
-		if sub == "" {
-			return rr == resource
-		}
-		parent, rsub, ok := strings.Cut(rr, "/")
-		return ok && rsub == sub && (parent == resource || parent == rbacv1.ResourceAll)
-	})
-}
-
-func hasOrAll(list []string, want, all string) bool {
-	return slices.Contains(list, want) || slices.Contains(list, all)
+	return matched.AllowedByAny(f.general)
 }

@@ -20,6 +20,8 @@ import (
 	rbacv1informers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/idplane/idplane/internal/authz/policyrule"
 )
 
 var (
@@ -142,7 +144,7 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 	if u == nil {
 		return authorizer.DecisionNoOpinion, "", errNoUser
 	}
-	req := newRequest(attrs)
+	req := policyrule.RequestFrom(attrs)
 
 	a.idx.mu.RLock()
 	defer a.idx.mu.RUnlock()
@@ -153,7 +155,7 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 			unresolved = append(unresolved, b)
 			continue
 		}
-		if req.allowedByAny(rules) {
+		if req.AllowedByAny(rules) {
 			return authorizer.DecisionAllow, b.reasonFor(u), nil
 		}
 	}

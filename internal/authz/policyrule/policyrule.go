@@ -1,4 +1,6 @@
-package rbac
+// Package policyrule matches requests against RBAC policy rules. The RBAC authorizer and the
+// Node authorizer's fixed rules both decide with it, so a rule means the same in both.
+package policyrule
 
 import (
 	"slices"
@@ -8,54 +10,56 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// request holds the attributes rules are matched against, read from authorizer.Attributes
+// Request holds the attributes rules are matched against, read from authorizer.Attributes
 // once per decision rather than once per rule.
-type request struct {
-	verb        string
-	isResource  bool
-	apiGroup    string
-	resource    string
-	subresource string
-	name        string
-	path        string
+type Request struct {
+	Verb        string
+	IsResource  bool
+	APIGroup    string
+	Resource    string
+	Subresource string
+	Name        string
+	Path        string
 }
 
-func newRequest(attrs authorizer.Attributes) request {
+// RequestFrom reads the matched attributes of a request.
+func RequestFrom(attrs authorizer.Attributes) Request {
 	if !attrs.IsResourceRequest() {
-		return request{verb: attrs.GetVerb(), path: attrs.GetPath()}
+		return Request{Verb: attrs.GetVerb(), Path: attrs.GetPath()}
 	}
-	return request{
-		verb:        attrs.GetVerb(),
-		isResource:  true,
-		apiGroup:    attrs.GetAPIGroup(),
-		resource:    attrs.GetResource(),
-		subresource: attrs.GetSubresource(),
-		name:        attrs.GetName(),
+	return Request{
+		Verb:        attrs.GetVerb(),
+		IsResource:  true,
+		APIGroup:    attrs.GetAPIGroup(),
+		Resource:    attrs.GetResource(),
+		Subresource: attrs.GetSubresource(),
+		Name:        attrs.GetName(),
 	}
 }
 
-func (r *request) allowedByAny(rules []rbacv1.PolicyRule) bool {
+// AllowedByAny reports whether one of rules grants the request.
+func (r *Request) AllowedByAny(rules []rbacv1.PolicyRule) bool {
 	for i := range rules {
-		if r.allowedBy(&rules[i]) {
+		if r.AllowedBy(&rules[i]) {
 			return true
 		}
 	}
 	return false
 }
 
-// allowedBy reports whether rule grants the request. A rule listing only resources never
+// AllowedBy reports whether rule grants the request. A rule listing only resources never
 // grants a non-resource URL and the other way round, because the list that request kind
 // needs is then empty.
-func (r *request) allowedBy(rule *rbacv1.PolicyRule) bool {
-	if !containsOrAll(rule.Verbs, r.verb, rbacv1.VerbAll) {
+func (r *Request) AllowedBy(rule *rbacv1.PolicyRule) bool {
+	if !containsOrAll(rule.Verbs, r.Verb, rbacv1.VerbAll) {
 		return false
 	}
-	if !r.isResource {
-		return nonResourceURLMatches(rule.NonResourceURLs, r.path)
+	if !r.IsResource {
+		return nonResourceURLMatches(rule.NonResourceURLs, r.Path)
 	}
-	return containsOrAll(rule.APIGroups, r.apiGroup, rbacv1.APIGroupAll) &&
-		resourceMatches(rule.Resources, r.resource, r.subresource) &&
-		(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, r.name))
+	return containsOrAll(rule.APIGroups, r.APIGroup, rbacv1.APIGroupAll) &&
+		resourceMatches(rule.Resources, r.Resource, r.Subresource) &&
+		(len(rule.ResourceNames) == 0 || slices.Contains(rule.ResourceNames, r.Name))
 }
 
 func containsOrAll(list []string, want, all string) bool {

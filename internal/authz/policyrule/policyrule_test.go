@@ -1,4 +1,4 @@
-package rbac
+package policyrule
 
 import (
 	"testing"
@@ -67,9 +67,9 @@ func TestRuleMatching(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := newRequest(tt.attrs)
-			if got := req.allowedBy(&tt.rule); got != tt.want {
-				t.Errorf("allowedBy(%+v) for %+v = %v, want %v", tt.rule, tt.attrs, got, tt.want)
+			req := RequestFrom(tt.attrs)
+			if got := req.AllowedBy(&tt.rule); got != tt.want {
+				t.Errorf("AllowedBy(%+v) for %+v = %v, want %v", tt.rule, tt.attrs, got, tt.want)
 			}
 		})
 	}

@@ -233,7 +233,10 @@ func TestConfirmBinding(t *testing.T) {
 {NonResourceURLs:["*"], Verbs:["*"]}`,
 		},
 		{name: "missing role", guard: newGuard(), ctx: userCtx(bob), namespace: "team-a", ref: roleRef("Role", "gone"), notFound: true},
-		{name: "kind that validation refuses", guard: newGuard(), ctx: userCtx(bob), namespace: "team-a", ref: roleRef("Group", "devs")},
+		{name: "unknown kind", guard: newGuard(), ctx: userCtx(bob), namespace: "team-a", ref: roleRef("Group", "devs"), wantErr: `roleRef.kind "Group" is neither Role nor ClusterRole`},
+		{name: "cluster-wide binding to a role", guard: &Guard{}, ctx: userCtx(admin), ref: roleRef("Role", "reader"), wantErr: "a ClusterRoleBinding can only reference a ClusterRole"},
+		{name: "unknown kind from system:masters", guard: &Guard{}, ctx: userCtx(admin), namespace: "team-a", ref: roleRef("User", "admin"), wantErr: `roleRef.kind "User" is neither Role nor ClusterRole`},
+		{name: "unknown kind for a user who may bind anything", guard: newGuard(grant{"bob", "bind", "roles", "team-a", ""}), ctx: userCtx(bob), namespace: "team-a", ref: roleRef("", "writer"), wantErr: `roleRef.kind "" is neither Role nor ClusterRole`},
 		{name: "no user", guard: newGuard(), ctx: context.Background(), namespace: "team-a", ref: roleRef("Role", "reader"), wantErr: "no user on context"},
 	}
 	for _, tc := range tests {

@@ -3,6 +3,8 @@
 package admission
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
@@ -34,4 +36,16 @@ func NewOptions() *genericoptions.AdmissionOptions {
 		o.RecommendedPluginOrder = append(o.RecommendedPluginOrder, p.name)
 	}
 	return o
+}
+
+// Enabled reports whether the options run the named plugin, by the library's rule: a plugin
+// of the order runs unless it is off by default or disabled, and not enabled explicitly.
+func Enabled(o *genericoptions.AdmissionOptions, name string) bool {
+	if !slices.Contains(o.RecommendedPluginOrder, name) {
+		return false
+	}
+	if slices.Contains(o.EnablePlugins, name) {
+		return true
+	}
+	return !o.DefaultOffPlugins.Has(name) && !slices.Contains(o.DisablePlugins, name)
 }

@@ -243,6 +243,15 @@ func TestNodeRestrictionThroughTheServer(t *testing.T) {
 	if _, err := node1.CoreV1().Pods("default").Create(ctx, withSecret, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("node1 creating a mirror pod that uses a secret: got %v, want Forbidden", err)
 	}
+	// NodeRestriction answers before validation: a node's forbidden request is a 403 whatever its
+	// shape, never a 422 that explains the validation rules.
+	if _, err := node1.CoreV1().Pods("default").Create(ctx, mirror("unbound", ""), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 creating an unbound mirror pod: got %v, want Forbidden", err)
+	}
+	shapeless := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "shapeless"}}
+	if _, err := node1.CoreV1().Pods("default").Create(ctx, shapeless, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 creating a pod without containers: got %v, want Forbidden", err)
+	}
 	// Mirror-pod validation, for any user: the annotation needs a node and never changes.
 	if _, err := s.client.CoreV1().Pods("default").Create(ctx, mirror("unbound", ""), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("mirror pod without nodeName: got %v, want Invalid", err)

@@ -44,7 +44,8 @@ func nodeAuthorizer(ctx context.Context, etcd *clientv3.Client, factory informer
 		return nil, nil, fmt.Errorf("building the node graph populator: %w", err)
 	}
 	fresh := node.NewFreshness(tracker, populator, staleGraphWait)
-	return node.NewAuthorizer(graph, fresh, bootstrap.NodeRules()), populator, nil
+	// Options.Validate refuses mode Node without NodeRestriction, so the plugin judges node writes.
+	return node.NewAuthorizer(graph, fresh, bootstrap.NodeRules(), node.WithNodeRestriction()), populator, nil
 }
 
 // newEtcdClient connects to the same etcd as the storage layer, with the same credentials.

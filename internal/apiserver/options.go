@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/spf13/pflag"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/idplane/idplane/internal/admission"
+	"github.com/idplane/idplane/internal/admission/noderestriction"
 	"github.com/idplane/idplane/internal/authz"
 )
 
@@ -78,6 +80,11 @@ func (o *Options) Validate() error {
 	}
 	if err := authz.ValidateModes(o.AuthorizationModes); err != nil {
 		errs = append(errs, err)
+	}
+	if slices.Contains(o.AuthorizationModes, authz.ModeNode) && !admission.Enabled(o.Admission, noderestriction.PluginName) {
+		errs = append(errs, errors.New("--authorization-mode Node needs the NodeRestriction admission plugin: "+
+			"without it a node could create a pod bound to itself that names any secret and then read that secret; "+
+			"enable NodeRestriction or leave Node out of --authorization-mode"))
 	}
 	errs = append(errs, o.Admission.Validate()...)
 	return errors.Join(errs...)

@@ -39,6 +39,7 @@ type Plugin struct {
 }
 
 var (
+	_ admission.MutationInterface                  = (*Plugin)(nil)
 	_ admission.ValidationInterface                = (*Plugin)(nil)
 	_ admission.InitializationValidator            = (*Plugin)(nil)
 	_ initializer.WantsExternalKubeInformerFactory = (*Plugin)(nil)
@@ -77,9 +78,20 @@ var (
 	csrsResource     = schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}
 )
 
-// Validate runs in the validating phase, after every mutating plugin, so the rules judge the object
-// that will be stored.
+// Admit judges a node's request in the mutating phase, before the object is validated: a node's
+// forbidden request is refused whatever its shape, and a caller who may not make the request
+// learns nothing of the validation rules. It changes nothing.
+func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	return p.admit(a)
+}
+
+// Validate judges the request again after every mutating plugin, so that the object stored is
+// one the rules allowed, whatever a later plugin changed.
 func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	return p.admit(a)
+}
+
+func (p *Plugin) admit(a admission.Attributes) error {
 	nodeName, isNode := nodeidentity.NodeName(a.GetUserInfo())
 	if !isNode {
 		return nil

@@ -97,18 +97,26 @@ func run(t *testing.T, p *Plugin, cases []testCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := p.Validate(context.Background(), tc.req.attributes(), nil)
-			switch {
-			case tc.want.notFound:
-				if !apierrors.IsNotFound(err) {
-					t.Fatalf("Validate = %v; want NotFound", err)
+			// Both phases judge alike: the mutating one answers before validation, the
+			// validating one sees what later plugins made of the object.
+			phases := []struct {
+				name  string
+				judge func(context.Context, admission.Attributes, admission.ObjectInterfaces) error
+			}{{"Admit", p.Admit}, {"Validate", p.Validate}}
+			for _, phase := range phases {
+				err := phase.judge(context.Background(), tc.req.attributes(), nil)
+				switch {
+				case tc.want.notFound:
+					if !apierrors.IsNotFound(err) {
+						t.Fatalf("%s = %v; want NotFound", phase.name, err)
+					}
+				case tc.want.forbidden != "":
+					if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want.forbidden) {
+						t.Fatalf("%s = %v; want 403 containing %q", phase.name, err, tc.want.forbidden)
+					}
+				case err != nil:
+					t.Fatalf("%s = %v; want allowed", phase.name, err)
 				}
-			case tc.want.forbidden != "":
-				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want.forbidden) {
-					t.Fatalf("Validate = %v; want 403 containing %q", err, tc.want.forbidden)
-				}
-			case err != nil:
-				t.Fatalf("Validate = %v; want allowed", err)
 			}
 		})
 	}

@@ -27,6 +27,7 @@ const NodeLeaseNamespace = "kube-node-lease"
 const (
 	reasonFixedPolicy = "allowed to nodes by the fixed system:node policy"
 	reasonDeferred    = "allowed to nodes; NodeRestriction admission limits each node to its own objects"
+	reasonNoAdmission = "no opinion: this write is allowed to nodes only where NodeRestriction admission limits each node to its own objects, and it is not declared enabled"
 	reasonOwnObject   = "the object belongs to the requesting node"
 	reasonNodePods    = "the field selector limits the request to the requesting node's objects"
 )
@@ -50,16 +51,41 @@ type Authorizer struct {
 	graph *Graph
 	fresh *Freshness
 	rules fixedRules
+	// nodeRestriction is set when NodeRestriction admission judges every node write. Without
+	// it the writes left to that plugin get no opinion: a node allowed to create any pod bound
+	// to itself could name any secret in it and then read the secret through the graph.
+	nodeRestriction bool
 	// listed are the fixed rules as RulesFor reports them: without the rights this
 	// authorizer narrows, which depend on the object.
 	listed []rbacv1.PolicyRule
 }
 
+// Option adjusts an Authorizer at construction.
+type Option func(*Authorizer)
+
+// WithNodeRestriction declares that NodeRestriction admission runs on every write, so the
+// pod, eviction and Node writes it narrows to each node's own objects may be allowed here.
+func WithNodeRestriction() Option {
+	return func(a *Authorizer) { a.nodeRestriction = true }
+}
+
 // NewAuthorizer returns the Node authorizer deciding from g and the fixed rules (the
 // system:node policy). With fresh non-nil, a request about to be refused for lack of a
 // path first waits for the graph to catch up with storage, then is decided again.
-func NewAuthorizer(g *Graph, fresh *Freshness, rules []rbacv1.PolicyRule) *Authorizer {
-	return &Authorizer{graph: g, fresh: fresh, rules: compileRules(rules), listed: listedRules(rules)}
+func NewAuthorizer(g *Graph, fresh *Freshness, rules []rbacv1.PolicyRule, opts ...Option) *Authorizer {
+	a := &Authorizer{graph: g, fresh: fresh, rules: compileRules(rules), listed: listedRules(rules)}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// deferred answers a write that only NodeRestriction can judge, object by object.
+func (a *Authorizer) deferred() (authorizer.Decision, string, error) {
+	if !a.nodeRestriction {
+		return authorizer.DecisionNoOpinion, reasonNoAdmission, nil
+	}
+	return authorizer.DecisionAllow, reasonDeferred, nil
 }
 
 // request holds what a decision reads of the attributes, read once: AttributesRecord's
@@ -209,15 +235,15 @@ func (a *Authorizer) pod(ctx context.Context, node string, req *request) (author
 			}
 			return a.deny(node, "node "+strconv.Quote(node)+" may only list or watch pods with field selector spec.nodeName="+node)
 		case "create", "delete":
-			return authorizer.DecisionAllow, reasonDeferred, nil
+			return a.deferred()
 		}
 	case "status":
 		if verb == "update" || verb == "patch" {
-			return authorizer.DecisionAllow, reasonDeferred, nil
+			return a.deferred()
 		}
 	case "eviction":
 		if verb == "create" {
-			return authorizer.DecisionAllow, reasonDeferred, nil
+			return a.deferred()
 		}
 	}
 	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(req))
@@ -232,7 +258,7 @@ func (a *Authorizer) nodeObject(node string, req *request) (authorizer.Decision,
 	case "":
 		switch verb {
 		case "create", "update", "patch":
-			return authorizer.DecisionAllow, reasonDeferred, nil
+			return a.deferred()
 		case "get", "list", "watch", "delete":
 			if name, ok := objectName(req); ok && name == node {
 				return authorizer.DecisionAllow, reasonOwnObject, nil
@@ -241,7 +267,7 @@ func (a *Authorizer) nodeObject(node string, req *request) (authorizer.Decision,
 		}
 	case "status":
 		if verb == "update" || verb == "patch" {
-			return authorizer.DecisionAllow, reasonDeferred, nil
+			return a.deferred()
 		}
 	}
 	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(req))

@@ -61,7 +61,7 @@ func fixtureGraph() *Graph {
 }
 
 func TestAuthorize(t *testing.T) {
-	a := NewAuthorizer(fixtureGraph(), nil, bootstrap.NodeRules())
+	a := NewAuthorizer(fixtureGraph(), nil, bootstrap.NodeRules(), WithNodeRestriction())
 	const (
 		allow = authorizer.DecisionAllow
 		no    = authorizer.DecisionNoOpinion
@@ -226,6 +226,41 @@ func TestAuthorize(t *testing.T) {
 				t.Errorf("through the interface: %v %q, want %v %q", d, r, got, reason)
 			}
 		})
+	}
+}
+
+// TestWritesLeftToNodeRestrictionNeedIt: without the plugin declared, every write the
+// authorizer leaves to NodeRestriction gets no opinion, and reads still follow the graph.
+func TestWritesLeftToNodeRestrictionNeedIt(t *testing.T) {
+	with := NewAuthorizer(fixtureGraph(), nil, bootstrap.NodeRules(), WithNodeRestriction())
+	without := NewAuthorizer(fixtureGraph(), nil, bootstrap.NodeRules())
+	cases := []struct {
+		name string
+		req  call
+	}{
+		{"pod created", call{verb: "create", resource: "pods", ns: "ns"}},
+		{"pod deleted", call{verb: "delete", resource: "pods", ns: "ns", name: "p1"}},
+		{"pod status updated", call{verb: "update", resource: "pods", sub: "status", ns: "ns", name: "p1"}},
+		{"pod status patched", call{verb: "patch", resource: "pods", sub: "status", ns: "ns", name: "p1"}},
+		{"pod evicted", call{verb: "create", resource: "pods", sub: "eviction", ns: "ns", name: "p1"}},
+		{"node created", call{verb: "create", resource: "nodes"}},
+		{"node updated", call{verb: "update", resource: "nodes", name: "n1"}},
+		{"node patched", call{verb: "patch", resource: "nodes", name: "n1"}},
+		{"node status updated", call{verb: "update", resource: "nodes", sub: "status", name: "n1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, reason := decide(t, with, "n1", tc.req); got != authorizer.DecisionAllow || reason != reasonDeferred {
+				t.Errorf("with NodeRestriction: %v %q, want allow %q", got, reason, reasonDeferred)
+			}
+			if got, reason := decide(t, without, "n1", tc.req); got != authorizer.DecisionNoOpinion || reason != reasonNoAdmission {
+				t.Errorf("without NodeRestriction: %v %q, want no opinion %q", got, reason, reasonNoAdmission)
+			}
+		})
+	}
+	read := call{verb: "get", resource: "secrets", ns: "ns", name: "s1"}
+	if got, reason := decide(t, without, "n1", read); got != authorizer.DecisionAllow {
+		t.Errorf("reading a pod's secret without NodeRestriction: %v %q, want allow", got, reason)
 	}
 }
 

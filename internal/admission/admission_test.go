@@ -1,0 +1,34 @@
+package admission
+
+import (
+	"testing"
+
+	"github.com/idplane/idplane/internal/admission/noderestriction"
+)
+
+func TestEnabled(t *testing.T) {
+	cases := []struct {
+		name            string
+		enable, disable []string
+		defaultOff      []string
+		plugin          string
+		want            bool
+	}{
+		{name: "on by default", plugin: noderestriction.PluginName, want: true},
+		{name: "disabled", disable: []string{noderestriction.PluginName}, plugin: noderestriction.PluginName},
+		{name: "another plugin disabled", disable: []string{"NamespaceLifecycle"}, plugin: noderestriction.PluginName, want: true},
+		{name: "off by default", defaultOff: []string{noderestriction.PluginName}, plugin: noderestriction.PluginName},
+		{name: "off by default, enabled", defaultOff: []string{noderestriction.PluginName}, enable: []string{noderestriction.PluginName}, plugin: noderestriction.PluginName, want: true},
+		{name: "not a plugin of the order", enable: []string{"AlwaysPullImages"}, plugin: "AlwaysPullImages"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			o.EnablePlugins, o.DisablePlugins = tc.enable, tc.disable
+			o.DefaultOffPlugins.Insert(tc.defaultOff...)
+			if got := Enabled(o, tc.plugin); got != tc.want {
+				t.Errorf("Enabled(%s) = %v, want %v", tc.plugin, got, tc.want)
+			}
+		})
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/idplane/idplane/internal/podwalk"
 )
 
 // updatablePodSpecFields is quoted in the error for forbidden pod updates;
@@ -322,8 +324,9 @@ func validatePodAnnotationUpdates(newP, oldP *corev1.Pod) field.ErrorList {
 
 func specHasContainer(spec *corev1.PodSpec, name string) bool {
 	found := false
-	visitContainers(spec, field.NewPath("spec"), func(c *corev1.Container, _ *field.Path) {
-		found = found || c.Name == name
+	podwalk.Containers(spec, func(c podwalk.Container) bool {
+		found = c.Name == name
+		return !found
 	})
 	return found
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/idplane/idplane/internal/podwalk"
 )
 
 // DNS limits come from libc's resolver.
@@ -563,10 +565,11 @@ func validateLinuxPod(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList
 	if spec.SecurityContext != nil && spec.SecurityContext.WindowsOptions != nil {
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("securityContext", "windowsOptions"), detail))
 	}
-	visitContainers(spec, fldPath, func(c *corev1.Container, cPath *field.Path) {
+	podwalk.Containers(spec, func(c podwalk.Container) bool {
 		if c.SecurityContext != nil && c.SecurityContext.WindowsOptions != nil {
-			allErrs = append(allErrs, field.Forbidden(cPath.Child("securityContext", "windowsOptions"), detail))
+			allErrs = append(allErrs, field.Forbidden(c.Path(fldPath).Child("securityContext", "windowsOptions"), detail))
 		}
+		return true
 	})
 	return allErrs
 }
@@ -597,12 +600,12 @@ func validateWindowsPod(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLi
 		forbid(sc.SupplementalGroupsPolicy != nil, scPath.Child("supplementalGroupsPolicy"))
 		forbid(sc.SELinuxChangePolicy != nil, scPath.Child("seLinuxChangePolicy"))
 	}
-	visitContainers(spec, fldPath, func(c *corev1.Container, cPath *field.Path) {
+	podwalk.Containers(spec, func(c podwalk.Container) bool {
 		sc := c.SecurityContext
 		if sc == nil {
-			return
+			return true
 		}
-		scPath := cPath.Child("securityContext")
+		scPath := c.Path(fldPath).Child("securityContext")
 		forbid(sc.AppArmorProfile != nil, scPath.Child("appArmorProfile"))
 		forbid(sc.SELinuxOptions != nil, scPath.Child("seLinuxOptions"))
 		forbid(sc.SeccompProfile != nil, scPath.Child("seccompProfile"))
@@ -613,6 +616,7 @@ func validateWindowsPod(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLi
 		forbid(sc.ProcMount != nil, scPath.Child("procMount"))
 		forbid(sc.RunAsUser != nil, scPath.Child("runAsUser"))
 		forbid(sc.RunAsGroup != nil, scPath.Child("runAsGroup"))
+		return true
 	})
 	return allErrs
 }
@@ -629,19 +633,4 @@ func validateStopSignal(sig corev1.Signal, os *corev1.PodOS, fldPath *field.Path
 		return field.ErrorList{field.NotSupported(fldPath, sig, sets.List(linuxStopSignals))}
 	}
 	return nil
-}
-
-// visitContainers calls fn for every container of the spec, ephemeral ones
-// included, with its field path.
-func visitContainers(spec *corev1.PodSpec, fldPath *field.Path, fn func(*corev1.Container, *field.Path)) {
-	for i := range spec.InitContainers {
-		fn(&spec.InitContainers[i], fldPath.Child("initContainers").Index(i))
-	}
-	for i := range spec.Containers {
-		fn(&spec.Containers[i], fldPath.Child("containers").Index(i))
-	}
-	for i := range spec.EphemeralContainers {
-		c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
-		fn(&c, fldPath.Child("ephemeralContainers").Index(i))
-	}
 }

@@ -268,7 +268,7 @@ func TestMirrorPodCreate(t *testing.T) {
 		{"secret volume", withVolume(corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}), "reference secrets"},
 		{"projected secret", withProjection(corev1.VolumeProjection{Secret: &corev1.SecretProjection{}}), "reference secrets"},
 		{"cephfs volume with a secret", withVolume(corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{SecretRef: &corev1.LocalObjectReference{Name: "s"}}}), "reference secrets"},
-		{"CSI volume with a publish secret", withVolume(corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d", NodePublishSecretRef: &corev1.LocalObjectReference{Name: "s"}}}), "reference secrets"},
+		{"CSI volume with a publish secret", withVolume(corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d", NodePublishSecretRef: &corev1.LocalObjectReference{Name: "s"}}}), "reference csidrivers (spec.volumes[1].csi.driver)"},
 		{"azureFile volume", withVolume(corev1.VolumeSource{AzureFile: &corev1.AzureFileVolumeSource{SecretName: "s"}}), "reference secrets"},
 		{"configmap in env", withEnv(corev1.EnvVar{Name: "E", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}}), "reference configmaps"},
 		{"configmap in envFrom", func(p *corev1.Pod) {
@@ -277,15 +277,15 @@ func TestMirrorPodCreate(t *testing.T) {
 		{"configmap volume", withVolume(corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}), "reference configmaps"},
 		{"projected configmap", withProjection(corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{}}), "reference configmaps"},
 		{"resource claim", func(p *corev1.Pod) { p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} }, "reference resourceclaims"},
-		{"projected service account token", withProjection(corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}), "reference serviceaccounts (via projected volumes)"},
+		{"projected service account token", withProjection(corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}), "reference serviceaccounts (spec.volumes[1].projected.sources[0].serviceAccountToken)"},
 		{"projected cluster trust bundle", withProjection(corev1.VolumeProjection{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "b"}}), "reference clustertrustbundles"},
-		{"projected pod certificate", withProjection(corev1.VolumeProjection{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/s"}}), "reference podcertificates"},
+		{"projected pod certificate", withProjection(corev1.VolumeProjection{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/s"}}), "reference podcertificaterequests (spec.volumes[1].projected.sources[0].podCertificate.signerName)"},
 		{"persistent volume claim", withVolume(corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}), "reference persistentvolumeclaims"},
-		{"ephemeral volume", withVolume(corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}), "reference persistentvolumeclaims (via ephemeral volumes)"},
+		{"ephemeral volume", withVolume(corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}), "reference persistentvolumeclaims (spec.volumes[1].ephemeral)"},
 		{"CSI volume", withVolume(corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d"}}), "reference csidrivers"},
 		{"glusterfs volume", withVolume(corev1.VolumeSource{Glusterfs: &corev1.GlusterfsVolumeSource{}}), "reference endpoints"},
-		{"volume without a source", withVolume(corev1.VolumeSource{}), `unknown volume type for volume "v"`},
-		{"projection without a source", withProjection(corev1.VolumeProjection{}), `unknown source for projected volume "v"`},
+		{"volume without a source", withVolume(corev1.VolumeSource{}), "a volume source it cannot judge (spec.volumes[1])"},
+		{"projection without a source", withProjection(corev1.VolumeProjection{}), "a volume source it cannot judge (spec.volumes[1].projected.sources[0])"},
 	}
 	for _, r := range refs {
 		cases = append(cases, testCase{"mirror pod referencing " + r.name, createPod(mirrorPod(r.mod), myNode), denied(r.resource)})

@@ -1,13 +1,13 @@
 package noderestriction
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/idplane/idplane/internal/podwalk"
 )
 
 // admitPod lets a node create its mirror pods and delete the pods bound to it; it may not update a
@@ -51,14 +51,25 @@ func (p *Plugin) admitMirrorPod(nodeName string, a admission.Attributes) error {
 	if err := p.checkMirrorPodOwner(nodeName, pod, a); err != nil {
 		return err
 	}
-	resource, err := apiReference(pod)
-	if err != nil {
-		return admission.NewForbidden(a, err)
-	}
-	if resource != "" {
-		return forbid(a, "node %q can not create pods that reference %s", nodeName, resource)
+	if r, found := firstReference(pod); found {
+		if r.Kind == podwalk.Unknown {
+			return forbid(a, "node %q can not create pods with a volume source it cannot judge (%s)", nodeName, r.Path)
+		}
+		return forbid(a, "node %q can not create pods that reference %s (%s)", nodeName, r.Kind.Resource(), r.Path)
 	}
 	return nil
+}
+
+// firstReference is the first API object the pod references, if any. A mirror pod may reference
+// none: creating a pod that names a secret would otherwise give the node a path to it.
+func firstReference(pod *corev1.Pod) (podwalk.Reference, bool) {
+	var first podwalk.Reference
+	found := false
+	podwalk.References(pod, func(r podwalk.Reference) bool {
+		first, found = r, true
+		return false
+	})
+	return first, found
 }
 
 // checkMirrorPodOwner requires exactly one owner reference: the node's own current Node, as
@@ -164,163 +175,4 @@ func (p *Plugin) admitEviction(nodeName string, a admission.Attributes) error {
 		return forbid(a, "node %q can only evict pods with spec.nodeName set to itself", nodeName)
 	}
 	return nil
-}
-
-// apiReference returns the plural resource (with how it is reached) of the first API object the
-// pod references, or "" when it references none. An unknown volume or projection source is an
-// error: a source added to the API later must be judged before mirror pods may use it.
-func apiReference(pod *corev1.Pod) (string, error) {
-	spec := &pod.Spec
-	if spec.ServiceAccountName != "" || spec.DeprecatedServiceAccount != "" {
-		return "serviceaccounts", nil
-	}
-	if referencesSecrets(spec) {
-		return "secrets", nil
-	}
-	if referencesConfigMaps(spec) {
-		return "configmaps", nil
-	}
-	if len(spec.ResourceClaims) > 0 {
-		return "resourceclaims", nil
-	}
-	for i := range spec.Volumes {
-		if resource, err := volumeReference(&spec.Volumes[i]); resource != "" || err != nil {
-			return resource, err
-		}
-	}
-	return "", nil
-}
-
-// volumeReference classifies one volume source; sources backed only by the node or by storage
-// outside the API reference nothing.
-func volumeReference(v *corev1.Volume) (string, error) {
-	s := &v.VolumeSource
-	switch {
-	case s.AWSElasticBlockStore != nil, s.AzureDisk != nil, s.CephFS != nil, s.Cinder != nil,
-		s.DownwardAPI != nil, s.EmptyDir != nil, s.FC != nil, s.FlexVolume != nil, s.Flocker != nil,
-		s.GCEPersistentDisk != nil, s.GitRepo != nil, s.HostPath != nil, s.Image != nil, s.ISCSI != nil,
-		s.NFS != nil, s.PhotonPersistentDisk != nil, s.PortworxVolume != nil, s.Quobyte != nil,
-		s.RBD != nil, s.ScaleIO != nil, s.StorageOS != nil, s.VsphereVolume != nil:
-		return "", nil
-	case s.ConfigMap != nil:
-		return "configmaps (via configmap volumes)", nil
-	case s.Secret != nil:
-		return "secrets (via secret volumes)", nil
-	case s.CSI != nil:
-		return "csidrivers (via CSI volumes)", nil
-	case s.Glusterfs != nil:
-		return "endpoints (via glusterFS volumes)", nil
-	case s.PersistentVolumeClaim != nil:
-		return "persistentvolumeclaims", nil
-	case s.Ephemeral != nil:
-		return "persistentvolumeclaims (via ephemeral volumes)", nil
-	case s.AzureFile != nil:
-		return "secrets (via azureFile volumes)", nil
-	case s.Projected != nil:
-		for _, src := range s.Projected.Sources {
-			switch {
-			case src.DownwardAPI != nil:
-			case src.ConfigMap != nil:
-				return "configmaps (via projected volumes)", nil
-			case src.Secret != nil:
-				return "secrets (via projected volumes)", nil
-			case src.ServiceAccountToken != nil:
-				return "serviceaccounts (via projected volumes)", nil
-			case src.ClusterTrustBundle != nil:
-				return "clustertrustbundles", nil
-			case src.PodCertificate != nil:
-				return "podcertificates", nil
-			default:
-				return "", fmt.Errorf("unknown source for projected volume %q", v.Name)
-			}
-		}
-		return "", nil
-	default:
-		return "", fmt.Errorf("unknown volume type for volume %q", v.Name)
-	}
-}
-
-// referencesSecrets reports any secret the pod names: pull secrets, environment of every kind of
-// container, and the volume sources that carry a secret reference.
-func referencesSecrets(spec *corev1.PodSpec) bool {
-	if len(spec.ImagePullSecrets) > 0 {
-		return true
-	}
-	found := false
-	visitContainers(spec, func(c *corev1.Container) {
-		for _, e := range c.EnvFrom {
-			found = found || e.SecretRef != nil
-		}
-		for _, e := range c.Env {
-			found = found || (e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil)
-		}
-	})
-	if found {
-		return true
-	}
-	for i := range spec.Volumes {
-		s := &spec.Volumes[i].VolumeSource
-		switch {
-		case s.Secret != nil, s.AzureFile != nil,
-			s.CephFS != nil && s.CephFS.SecretRef != nil,
-			s.Cinder != nil && s.Cinder.SecretRef != nil,
-			s.FlexVolume != nil && s.FlexVolume.SecretRef != nil,
-			s.ISCSI != nil && s.ISCSI.SecretRef != nil,
-			s.RBD != nil && s.RBD.SecretRef != nil,
-			s.ScaleIO != nil && s.ScaleIO.SecretRef != nil,
-			s.StorageOS != nil && s.StorageOS.SecretRef != nil,
-			s.CSI != nil && s.CSI.NodePublishSecretRef != nil:
-			return true
-		case s.Projected != nil:
-			for _, src := range s.Projected.Sources {
-				if src.Secret != nil {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// referencesConfigMaps reports any configmap the pod names, in environment or volumes.
-func referencesConfigMaps(spec *corev1.PodSpec) bool {
-	found := false
-	visitContainers(spec, func(c *corev1.Container) {
-		for _, e := range c.EnvFrom {
-			found = found || e.ConfigMapRef != nil
-		}
-		for _, e := range c.Env {
-			found = found || (e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil)
-		}
-	})
-	if found {
-		return true
-	}
-	for i := range spec.Volumes {
-		s := &spec.Volumes[i].VolumeSource
-		if s.ConfigMap != nil {
-			return true
-		}
-		if s.Projected != nil {
-			for _, src := range s.Projected.Sources {
-				if src.ConfigMap != nil {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// visitContainers calls visit for init, regular and ephemeral containers alike.
-func visitContainers(spec *corev1.PodSpec, visit func(*corev1.Container)) {
-	for i := range spec.InitContainers {
-		visit(&spec.InitContainers[i])
-	}
-	for i := range spec.Containers {
-		visit(&spec.Containers[i])
-	}
-	for i := range spec.EphemeralContainers {
-		visit((*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
-	}
 }

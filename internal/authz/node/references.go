@@ -3,10 +3,12 @@ package node
 import (
 	"encoding/binary"
 	"iter"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/component-helpers/storage/ephemeral"
+
+	"github.com/idplane/idplane/internal/podwalk"
 )
 
 // kind is the type of an object a node may reach. It is a byte so that the keys of the
@@ -45,6 +47,21 @@ type ref struct {
 	name string
 }
 
+// graphKinds maps the kinds of objects a pod references to those the graph lets a node reach;
+// the others (claim templates, trust bundles, CSI drivers...) map to numKinds: the Node
+// authorizer does not hand them out by name.
+var graphKinds = func() (m [podwalk.NumKinds]kind) {
+	for i := range m {
+		m[i] = numKinds
+	}
+	m[podwalk.Secret] = kindSecret
+	m[podwalk.ConfigMap] = kindConfigMap
+	m[podwalk.ServiceAccount] = kindServiceAccount
+	m[podwalk.PersistentVolumeClaim] = kindPVC
+	m[podwalk.ResourceClaim] = kindResourceClaim
+	return m
+}()
+
 // podReferences lists, once each, the objects a bound pod makes readable to its node. A
 // mirror pod was written by a node, so it grants nothing: otherwise a node could reach any
 // object by creating a static pod that names it. NodeRestriction refuses such mirror pods
@@ -54,125 +71,17 @@ func podReferences(pod *corev1.Pod) []ref {
 		return nil
 	}
 	var refs []ref
-	add := func(k kind, name string) {
-		if name == "" {
-			return
+	podwalk.References(pod, func(r podwalk.Reference) bool {
+		k := graphKinds[r.Kind]
+		if k == numKinds || r.Name == "" {
+			return true
 		}
-		for _, r := range refs {
-			if r.kind == k && r.name == name {
-				return
-			}
+		if !slices.Contains(refs, ref{k, r.Name}) {
+			refs = append(refs, ref{k, r.Name})
 		}
-		refs = append(refs, ref{k, name})
-	}
-	spec := &pod.Spec
-	add(kindServiceAccount, spec.ServiceAccountName)
-	for _, s := range spec.ImagePullSecrets {
-		add(kindSecret, s.Name)
-	}
-	visitContainer := func(envFrom []corev1.EnvFromSource, env []corev1.EnvVar) {
-		for _, e := range envFrom {
-			if e.SecretRef != nil {
-				add(kindSecret, e.SecretRef.Name)
-			}
-			if e.ConfigMapRef != nil {
-				add(kindConfigMap, e.ConfigMapRef.Name)
-			}
-		}
-		for _, e := range env {
-			if e.ValueFrom == nil {
-				continue
-			}
-			if e.ValueFrom.SecretKeyRef != nil {
-				add(kindSecret, e.ValueFrom.SecretKeyRef.Name)
-			}
-			if e.ValueFrom.ConfigMapKeyRef != nil {
-				add(kindConfigMap, e.ValueFrom.ConfigMapKeyRef.Name)
-			}
-		}
-	}
-	for i := range spec.InitContainers {
-		visitContainer(spec.InitContainers[i].EnvFrom, spec.InitContainers[i].Env)
-	}
-	for i := range spec.Containers {
-		visitContainer(spec.Containers[i].EnvFrom, spec.Containers[i].Env)
-	}
-	for i := range spec.EphemeralContainers {
-		visitContainer(spec.EphemeralContainers[i].EnvFrom, spec.EphemeralContainers[i].Env)
-	}
-	for i := range spec.Volumes {
-		v := &spec.Volumes[i]
-		visitVolume(pod, v, add)
-	}
-	for _, c := range podResourceClaimNames(pod) {
-		add(kindResourceClaim, c)
-	}
+		return true
+	})
 	return refs
-}
-
-// visitVolume reports the secrets, configmaps and claims one pod volume uses, including the
-// secrets of in-tree plugins that the kubelet reads to mount the volume.
-func visitVolume(pod *corev1.Pod, v *corev1.Volume, add func(kind, string)) {
-	s := &v.VolumeSource
-	switch {
-	case s.Secret != nil:
-		add(kindSecret, s.Secret.SecretName)
-	case s.ConfigMap != nil:
-		add(kindConfigMap, s.ConfigMap.Name)
-	case s.Projected != nil:
-		for _, p := range s.Projected.Sources {
-			if p.Secret != nil {
-				add(kindSecret, p.Secret.Name)
-			}
-			if p.ConfigMap != nil {
-				add(kindConfigMap, p.ConfigMap.Name)
-			}
-		}
-	case s.PersistentVolumeClaim != nil:
-		add(kindPVC, s.PersistentVolumeClaim.ClaimName)
-	case s.Ephemeral != nil:
-		add(kindPVC, ephemeral.VolumeClaimName(pod, v))
-	case s.CSI != nil && s.CSI.NodePublishSecretRef != nil:
-		add(kindSecret, s.CSI.NodePublishSecretRef.Name)
-	case s.AzureFile != nil:
-		add(kindSecret, s.AzureFile.SecretName)
-	case s.CephFS != nil && s.CephFS.SecretRef != nil:
-		add(kindSecret, s.CephFS.SecretRef.Name)
-	case s.Cinder != nil && s.Cinder.SecretRef != nil:
-		add(kindSecret, s.Cinder.SecretRef.Name)
-	case s.FlexVolume != nil && s.FlexVolume.SecretRef != nil:
-		add(kindSecret, s.FlexVolume.SecretRef.Name)
-	case s.RBD != nil && s.RBD.SecretRef != nil:
-		add(kindSecret, s.RBD.SecretRef.Name)
-	case s.ScaleIO != nil && s.ScaleIO.SecretRef != nil:
-		add(kindSecret, s.ScaleIO.SecretRef.Name)
-	case s.ISCSI != nil && s.ISCSI.SecretRef != nil:
-		add(kindSecret, s.ISCSI.SecretRef.Name)
-	case s.StorageOS != nil && s.StorageOS.SecretRef != nil:
-		add(kindSecret, s.StorageOS.SecretRef.Name)
-	}
-}
-
-// podResourceClaimNames lists the ResourceClaims a pod uses: those it names, those generated
-// for it from templates once its status records them, and the claim the scheduler made for
-// its extended resources. A template whose claim is not generated yet grants nothing.
-func podResourceClaimNames(pod *corev1.Pod) []string {
-	var names []string
-	for _, c := range pod.Spec.ResourceClaims {
-		if c.ResourceClaimName != nil {
-			names = append(names, *c.ResourceClaimName)
-			continue
-		}
-		for _, st := range pod.Status.ResourceClaimStatuses {
-			if st.Name == c.Name && st.ResourceClaimName != nil {
-				names = append(names, *st.ResourceClaimName)
-			}
-		}
-	}
-	if ext := pod.Status.ExtendedResourceClaimStatus; ext != nil {
-		names = append(names, ext.ResourceClaimName)
-	}
-	return names
 }
 
 // pvSecret is a secret a PersistentVolume's source names; unlike a pod's references it may
@@ -290,4 +199,17 @@ func (r podRecord) refs() iter.Seq[ref] {
 			}
 		}
 	}
+}
+
+// podResourceClaimNames lists the ResourceClaims a pod uses: those it names and those its status
+// records as made for it. A pod update that changes them changes what the node may read.
+func podResourceClaimNames(pod *corev1.Pod) []string {
+	var names []string
+	podwalk.References(pod, func(r podwalk.Reference) bool {
+		if r.Kind == podwalk.ResourceClaim {
+			names = append(names, r.Name)
+		}
+		return true
+	})
+	return names
 }

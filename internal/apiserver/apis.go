@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -47,20 +49,46 @@ type apiDeps struct {
 type restConstructor func(apiDeps) (map[string]rest.Storage, error)
 
 type apiGroup struct {
-	group, version string
-	resources      []restConstructor
+	group string
+	// versions are served in order of preference. Every version shares the group's storage.
+	versions  []apiVersion
+	resources []restConstructor
+}
+
+type apiVersion struct {
+	name string
+	// only, when set, limits the version to these resources and their subresources.
+	only []string
+}
+
+// v serves every resource of the group at one version.
+func v(name string) []apiVersion { return []apiVersion{{name: name}} }
+
+// storageFor returns the group's storage a version serves.
+func (av apiVersion) storageFor(all map[string]rest.Storage) map[string]rest.Storage {
+	if av.only == nil {
+		return all
+	}
+	out := map[string]rest.Storage{}
+	for path, s := range all {
+		resource, _, _ := strings.Cut(path, "/")
+		if slices.Contains(av.only, resource) {
+			out[path] = s
+		}
+	}
+	return out
 }
 
 // groups are the served API groups, each with its version and the constructors of its resources.
 var groups = []apiGroup{
-	{"", "v1", []restConstructor{
+	{"", v("v1"), []restConstructor{
 		stored(namespace.NewREST), stored(node.NewREST), stored(pod.NewREST), stored(secret.NewREST),
 		stored(configmap.NewREST), stored(serviceaccount.NewREST), stored(persistentvolume.NewREST),
 		stored(persistentvolumeclaim.NewREST), stored(event.NewREST),
 	}},
-	{"coordination.k8s.io", "v1", []restConstructor{stored(lease.NewREST)}},
-	{"authentication.k8s.io", "v1", []restConstructor{static("selfsubjectreviews", &selfsubjectreview.REST{})}},
-	{"authorization.k8s.io", "v1", []restConstructor{func(d apiDeps) (map[string]rest.Storage, error) {
+	{"coordination.k8s.io", v("v1"), []restConstructor{stored(lease.NewREST)}},
+	{"authentication.k8s.io", v("v1"), []restConstructor{static("selfsubjectreviews", &selfsubjectreview.REST{})}},
+	{"authorization.k8s.io", v("v1"), []restConstructor{func(d apiDeps) (map[string]rest.Storage, error) {
 		return map[string]rest.Storage{
 			"subjectaccessreviews":      subjectaccessreview.NewREST(d.authorizer),
 			"selfsubjectaccessreviews":  selfsubjectaccessreview.NewREST(d.authorizer),
@@ -68,11 +96,11 @@ var groups = []apiGroup{
 			"selfsubjectrulesreviews":   selfsubjectrulesreview.NewREST(d.rules),
 		}, nil
 	}}},
-	{"rbac.authorization.k8s.io", "v1", []restConstructor{
+	{"rbac.authorization.k8s.io", v("v1"), []restConstructor{
 		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
 	}},
-	{"storage.k8s.io", "v1", []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}},
-	{"apiextensions.k8s.io", "v1", []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}},
+	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}},
+	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}},
 }
 
 func stored(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)) restConstructor {
@@ -100,7 +128,9 @@ func installAPIs(srv *genericapiserver.GenericAPIServer, d apiDeps) error {
 				storage[path] = s
 			}
 		}
-		info.VersionedResourcesStorageMap[g.version] = storage
+		for _, av := range g.versions {
+			info.VersionedResourcesStorageMap[av.name] = av.storageFor(storage)
+		}
 		var err error
 		if g.group == "" {
 			err = srv.InstallLegacyAPIGroup(genericapiserver.DefaultLegacyAPIPrefix, &info)

@@ -32,6 +32,7 @@ var (
 )
 
 // served lists, per group version, the types whose external form is also their internal form.
+// A group served at several versions lists its preferred version first.
 var served = []struct {
 	gv    schema.GroupVersion
 	add   func(*runtime.Scheme) error
@@ -72,12 +73,20 @@ var served = []struct {
 }
 
 func init() {
+	priority := map[string][]schema.GroupVersion{}
+	var groupOrder []string
 	for _, g := range served {
 		utilruntime.Must(g.add(Scheme))
 		utilruntime.Must(g.add(ExternalScheme))
 		internal := schema.GroupVersion{Group: g.gv.Group, Version: runtime.APIVersionInternal}
 		Scheme.AddKnownTypes(internal, g.types...)
-		utilruntime.Must(Scheme.SetVersionPriority(g.gv))
+		if _, seen := priority[g.gv.Group]; !seen {
+			groupOrder = append(groupOrder, g.gv.Group)
+		}
+		priority[g.gv.Group] = append(priority[g.gv.Group], g.gv)
+	}
+	for _, group := range groupOrder {
+		utilruntime.Must(Scheme.SetVersionPriority(priority[group]...))
 	}
 	unversioned := schema.GroupVersion{Version: "v1"}
 	metav1.AddToGroupVersion(Scheme, unversioned)

@@ -38,6 +38,7 @@ func nodeAuthorizer(ctx context.Context, etcd *clientv3.Client, factory informer
 		return nil, nil, err
 	}
 	tracker := etcdprogress.Start(ctx, etcd, graphKeyPrefixes, start)
+	node.RegisterMetrics()
 	graph := node.NewGraph()
 	populator, err := node.NewPopulator(graph, factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments())
 	if err != nil {

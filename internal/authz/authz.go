@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	authzmetrics "k8s.io/apiserver/pkg/authorization/metrics"
 	"k8s.io/apiserver/pkg/authorization/union"
 )
 
@@ -98,7 +99,10 @@ func New(modeNames []string, src Sources) (authorizer.Authorizer, authorizer.Rul
 		if err != nil {
 			return nil, nil, fmt.Errorf("authorization mode %s: %w", name, err)
 		}
-		chain = append(chain, union.NamedAuthorizer{AuthorizerName: name, Authorizer: m})
+		// Each mode's allows and denies count in apiserver_authorization_decisions_total, typed by
+		// mode and named in lower case, as kube-apiserver names its built-in modes.
+		instrumented := authzmetrics.InstrumentedAuthorizer(name, strings.ToLower(name), m)
+		chain = append(chain, union.NamedAuthorizer{AuthorizerName: name, Authorizer: instrumented})
 		resolvers = append(resolvers, m)
 	}
 	a, err := union.New(chain...)

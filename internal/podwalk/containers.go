@@ -5,6 +5,8 @@
 package podwalk
 
 import (
+	"iter"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -16,10 +18,11 @@ const (
 	InitContainer ContainerKind = iota
 	RegularContainer
 	EphemeralContainer
+	numContainerKinds
 )
 
 // fieldNames are the pod spec's JSON field names of the container lists.
-var fieldNames = [...]string{
+var fieldNames = [numContainerKinds]string{
 	InitContainer:      "initContainers",
 	RegularContainer:   "containers",
 	EphemeralContainer: "ephemeralContainers",
@@ -28,8 +31,8 @@ var fieldNames = [...]string{
 // FieldName is the name of the pod spec's list holding containers of this kind.
 func (k ContainerKind) FieldName() string { return fieldNames[k] }
 
-// Container is one container of a pod spec. For an ephemeral container it points to a copy of
-// its common fields, so changes through it do not reach the spec.
+// Container is one container of a pod spec; an ephemeral container is seen through its common
+// fields, which are a Container's.
 type Container struct {
 	*corev1.Container
 	Kind  ContainerKind
@@ -41,23 +44,42 @@ func (c Container) Path(specPath *field.Path) *field.Path {
 	return specPath.Child(c.Kind.FieldName()).Index(c.Index)
 }
 
-// Containers calls visit for every container of spec, init containers first, then regular,
-// then ephemeral ones, until visit returns false.
-func Containers(spec *corev1.PodSpec, visit func(Container) bool) {
-	for i := range spec.InitContainers {
-		if !visit(Container{Container: &spec.InitContainers[i], Kind: InitContainer, Index: i}) {
-			return
+// Containers yields every container of spec: init containers first, then regular, then
+// ephemeral ones.
+func Containers(spec *corev1.PodSpec) iter.Seq[Container] {
+	return func(yield func(Container) bool) {
+		for k := range numContainerKinds {
+			for i := range count(spec, k) {
+				if !yield(containerAt(spec, k, i)) {
+					return
+				}
+			}
 		}
 	}
-	for i := range spec.Containers {
-		if !visit(Container{Container: &spec.Containers[i], Kind: RegularContainer, Index: i}) {
-			return
-		}
+}
+
+// count is the length of the spec's list of containers of kind k.
+func count(spec *corev1.PodSpec, k ContainerKind) int {
+	switch k {
+	case InitContainer:
+		return len(spec.InitContainers)
+	case RegularContainer:
+		return len(spec.Containers)
+	default:
+		return len(spec.EphemeralContainers)
 	}
-	for i := range spec.EphemeralContainers {
-		c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
-		if !visit(Container{Container: &c, Kind: EphemeralContainer, Index: i}) {
-			return
-		}
+}
+
+// containerAt is the i-th container of kind k.
+func containerAt(spec *corev1.PodSpec, k ContainerKind, i int) Container {
+	var c *corev1.Container
+	switch k {
+	case InitContainer:
+		c = &spec.InitContainers[i]
+	case RegularContainer:
+		c = &spec.Containers[i]
+	default:
+		c = (*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon)
 	}
+	return Container{Container: c, Kind: k, Index: i}
 }

@@ -1,6 +1,7 @@
 package podwalk
 
 import (
+	"iter"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,23 +107,25 @@ func (p Path) Field() *field.Path {
 
 func (p Path) String() string { return p.Field().String() }
 
-// References calls visit with every API object pod references, until visit returns false:
-// its service account, image pull secrets, the secrets and configmaps of every container's
-// environment, every volume's objects (plain and projected sources, claims, secrets of CSI and
-// in-tree plugins) and its resource claims. An object named twice is reported twice.
-func References(pod *corev1.Pod, visit func(Reference) bool) {
-	w := walker{pod: pod, visit: visit}
-	w.walk()
+// References yields every API object pod references: its service account, image pull secrets,
+// the secrets and configmaps of every container's environment, every volume's objects (plain
+// and projected sources, claims, secrets of CSI and in-tree plugins) and its resource claims.
+// An object named twice is yielded twice.
+func References(pod *corev1.Pod) iter.Seq[Reference] {
+	return func(yield func(Reference) bool) {
+		w := walker{pod: pod, yield: yield}
+		w.walk()
+	}
 }
 
 type walker struct {
 	pod     *corev1.Pod
-	visit   func(Reference) bool
+	yield   func(Reference) bool
 	stopped bool
 }
 
 func (w *walker) emit(k Kind, name string, p Path) {
-	if !w.stopped && !w.visit(Reference{Kind: k, Name: name, Path: p}) {
+	if !w.stopped && !w.yield(Reference{Kind: k, Name: name, Path: p}) {
 		w.stopped = true
 	}
 }
@@ -138,10 +141,12 @@ func (w *walker) walk() {
 	for i, s := range spec.ImagePullSecrets {
 		w.emit(Secret, s.Name, at("spec.imagePullSecrets", i).field("name"))
 	}
-	Containers(spec, func(c Container) bool {
-		w.container(c)
-		return !w.stopped
-	})
+	// Containers' order, without an iterator closure: the graph walks every pod it hears of.
+	for k := range numContainerKinds {
+		for i := range count(spec, k) {
+			w.container(containerAt(spec, k, i))
+		}
+	}
 	for i := range spec.Volumes {
 		w.volume(&spec.Volumes[i], at("spec.volumes", i))
 	}
@@ -150,7 +155,7 @@ func (w *walker) walk() {
 
 // specFieldNames are the container lists' paths from the pod, spelled out so that walking a
 // container builds no string.
-var specFieldNames = [...]string{
+var specFieldNames = [numContainerKinds]string{
 	InitContainer:      "spec.initContainers",
 	RegularContainer:   "spec.containers",
 	EphemeralContainer: "spec.ephemeralContainers",

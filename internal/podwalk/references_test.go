@@ -24,10 +24,9 @@ func (f found) String() string { return fmt.Sprintf("%s %q at %s", f.kind.Resour
 
 func collect(pod *corev1.Pod) []found {
 	var out []found
-	References(pod, func(r Reference) bool {
+	for r := range References(pod) {
 		out = append(out, found{r.Kind, r.Name, r.Path.String()})
-		return true
-	})
+	}
 	return out
 }
 
@@ -162,7 +161,12 @@ func TestReferencesStopWhenAsked(t *testing.T) {
 		Containers:         []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{}}}}},
 	}}
 	n := 0
-	References(pod, func(Reference) bool { n++; return n < 2 })
+	for range References(pod) {
+		n++
+		if n == 2 {
+			break
+		}
+	}
 	if n != 2 {
 		t.Errorf("visited %d references after asking to stop at the second", n)
 	}
@@ -175,10 +179,9 @@ func TestContainers(t *testing.T) {
 		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "e0"}}},
 	}
 	var got []string
-	Containers(spec, func(c Container) bool {
+	for c := range Containers(spec) {
 		got = append(got, c.Name+"@"+c.Path(field.NewPath("spec")).String())
-		return true
-	})
+	}
 	want := []string{"i0@spec.initContainers[0]", "c0@spec.containers[0]", "c1@spec.containers[1]", "e0@spec.ephemeralContainers[0]"}
 	if !slices.Equal(got, want) {
 		t.Errorf("containers = %v, want %v", got, want)

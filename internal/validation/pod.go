@@ -323,12 +323,12 @@ func validatePodAnnotationUpdates(newP, oldP *corev1.Pod) field.ErrorList {
 }
 
 func specHasContainer(spec *corev1.PodSpec, name string) bool {
-	found := false
-	podwalk.Containers(spec, func(c podwalk.Container) bool {
-		found = c.Name == name
-		return !found
-	})
-	return found
+	for c := range podwalk.Containers(spec) {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func validateContainerUpdates(newCs, oldCs []corev1.Container, fldPath *field.Path) (field.ErrorList, bool) {

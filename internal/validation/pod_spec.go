@@ -565,12 +565,11 @@ func validateLinuxPod(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList
 	if spec.SecurityContext != nil && spec.SecurityContext.WindowsOptions != nil {
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("securityContext", "windowsOptions"), detail))
 	}
-	podwalk.Containers(spec, func(c podwalk.Container) bool {
+	for c := range podwalk.Containers(spec) {
 		if c.SecurityContext != nil && c.SecurityContext.WindowsOptions != nil {
 			allErrs = append(allErrs, field.Forbidden(c.Path(fldPath).Child("securityContext", "windowsOptions"), detail))
 		}
-		return true
-	})
+	}
 	return allErrs
 }
 
@@ -600,10 +599,10 @@ func validateWindowsPod(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLi
 		forbid(sc.SupplementalGroupsPolicy != nil, scPath.Child("supplementalGroupsPolicy"))
 		forbid(sc.SELinuxChangePolicy != nil, scPath.Child("seLinuxChangePolicy"))
 	}
-	podwalk.Containers(spec, func(c podwalk.Container) bool {
+	for c := range podwalk.Containers(spec) {
 		sc := c.SecurityContext
 		if sc == nil {
-			return true
+			continue
 		}
 		scPath := c.Path(fldPath).Child("securityContext")
 		forbid(sc.AppArmorProfile != nil, scPath.Child("appArmorProfile"))
@@ -616,8 +615,7 @@ func validateWindowsPod(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorLi
 		forbid(sc.ProcMount != nil, scPath.Child("procMount"))
 		forbid(sc.RunAsUser != nil, scPath.Child("runAsUser"))
 		forbid(sc.RunAsGroup != nil, scPath.Child("runAsGroup"))
-		return true
-	})
+	}
 	return allErrs
 }
 

@@ -51,25 +51,15 @@ func (p *Plugin) admitMirrorPod(nodeName string, a admission.Attributes) error {
 	if err := p.checkMirrorPodOwner(nodeName, pod, a); err != nil {
 		return err
 	}
-	if r, found := firstReference(pod); found {
+	for r := range podwalk.References(pod) {
 		if r.Kind == podwalk.Unknown {
 			return forbid(a, "node %q can not create pods with a volume source it cannot judge (%s)", nodeName, r.Path)
 		}
+		// A mirror pod may reference nothing: creating a pod that names a secret would
+		// otherwise give the node a path to it.
 		return forbid(a, "node %q can not create pods that reference %s (%s)", nodeName, r.Kind.Resource(), r.Path)
 	}
 	return nil
-}
-
-// firstReference is the first API object the pod references, if any. A mirror pod may reference
-// none: creating a pod that names a secret would otherwise give the node a path to it.
-func firstReference(pod *corev1.Pod) (podwalk.Reference, bool) {
-	var first podwalk.Reference
-	found := false
-	podwalk.References(pod, func(r podwalk.Reference) bool {
-		first, found = r, true
-		return false
-	})
-	return first, found
 }
 
 // checkMirrorPodOwner requires exactly one owner reference: the node's own current Node, as

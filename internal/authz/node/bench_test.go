@@ -123,6 +123,8 @@ func BenchmarkAuthorize(b *testing.B) {
 }
 
 func benchmarkSize(b *testing.B, size benchSize) {
+	// As in the server, graph changes update the metrics.
+	RegisterMetrics()
 	b.Run("build", func(b *testing.B) {
 		var bytes uint64
 		for range b.N {

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -93,14 +94,16 @@ func (g *Graph) reaches(node string, k kind, namespace, name string) bool {
 // AddPod records the objects a pod uses for the node it is bound to, replacing what an
 // earlier version of the pod recorded. A pod not bound to a node grants nothing.
 func (g *Graph) AddPod(pod *corev1.Pod) {
+	defer observeAction(opAddPod, time.Now())
 	key := nsName{pod.Namespace, pod.Name}
 	if pod.Spec.NodeName == "" {
-		g.DeletePod(key.namespace, key.name)
+		g.deletePod(key)
 		return
 	}
 	rec := newPodRecord(pod.Spec.NodeName, podReferences(pod))
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.recordSizesLocked()
 	if old, ok := g.pods[key]; ok {
 		if old == rec {
 			return
@@ -113,9 +116,14 @@ func (g *Graph) AddPod(pod *corev1.Pod) {
 
 // DeletePod withdraws everything the pod granted its node.
 func (g *Graph) DeletePod(namespace, name string) {
-	key := nsName{namespace, name}
+	defer observeAction(opDeletePod, time.Now())
+	g.deletePod(nsName{namespace, name})
+}
+
+func (g *Graph) deletePod(key nsName) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.recordSizesLocked()
 	if old, ok := g.pods[key]; ok {
 		g.applyPodLocked(key, old, -1)
 		delete(g.pods, key)
@@ -175,8 +183,10 @@ func (g *Graph) appendPVKeysLocked(keys []objKey, pv string) []objKey {
 // replacing what an earlier version recorded. Every node whose pods use that claim gains
 // the volume and its secrets. A volume without a claimRef grants nothing.
 func (g *Graph) AddPV(pv *corev1.PersistentVolume) {
+	defer observeAction(opAddPV, time.Now())
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.recordSizesLocked()
 	var rec pvRecord
 	bound := pv.Spec.ClaimRef != nil
 	if bound {
@@ -203,8 +213,10 @@ func (g *Graph) AddPV(pv *corev1.PersistentVolume) {
 
 // DeletePV withdraws what the volume granted.
 func (g *Graph) DeletePV(name string) {
+	defer observeAction(opDeletePV, time.Now())
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.recordSizesLocked()
 	if old, ok := g.pvs[name]; ok {
 		g.unbindPVLocked(name, old)
 	}
@@ -227,8 +239,14 @@ func (g *Graph) unbindPVLocked(name string, rec pvRecord) {
 
 // AddVolumeAttachment records the node a VolumeAttachment attaches to; "" detaches it.
 func (g *Graph) AddVolumeAttachment(name, nodeName string) {
+	defer observeAction(opAddVolumeAttachment, time.Now())
+	g.setAttachment(name, nodeName)
+}
+
+func (g *Graph) setAttachment(name, nodeName string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.recordSizesLocked()
 	old := g.attachments[name]
 	if old == nodeName {
 		return
@@ -247,7 +265,8 @@ func (g *Graph) AddVolumeAttachment(name, nodeName string) {
 
 // DeleteVolumeAttachment withdraws the attachment's node's access to it.
 func (g *Graph) DeleteVolumeAttachment(name string) {
-	g.AddVolumeAttachment(name, "")
+	defer observeAction(opDeleteVolumeAttachment, time.Now())
+	g.setAttachment(name, "")
 }
 
 // applyLocked changes by delta the path counts from node to each of keys. A key listed

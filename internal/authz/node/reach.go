@@ -28,6 +28,8 @@ type reachSet struct {
 	// use counts, per shard, what its current table has used. Only writers touch it; it
 	// lives apart from the tables so that counting does not disturb readers' cache lines.
 	use [reachShards]tableUse
+	// live counts the pairs in every shard, for the graph's size metric; only writers touch it.
+	live int
 }
 
 // tableUse counts a table's live slots, its used (live or removed) slots, and the arena
@@ -172,6 +174,7 @@ func (s *reachSet) addLocked(node string, key objKey, delta int32) {
 		if t.paths[i] += delta; t.paths[i] <= 0 {
 			sl.state.Store(slotRemoved)
 			use.live--
+			s.live--
 		}
 		return
 	}
@@ -185,6 +188,7 @@ func (s *reachSet) addLocked(node string, key objKey, delta int32) {
 		i = t.emptySlot(uint64(uint32(h)))
 	}
 	fill(t, use, i, uint32(h), fp, delta, want, node, key.namespace, key.name)
+	s.live++
 }
 
 // emptySlot is where a pair whose hash has lowHash goes in a table that does not hold it.

@@ -70,17 +70,14 @@ func podReferences(pod *corev1.Pod) []ref {
 	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return nil
 	}
-	var refs []ref
-	podwalk.References(pod, func(r podwalk.Reference) bool {
+	// Most pods name a few objects; one allocation holds them.
+	refs := make([]ref, 0, 8)
+	for r := range podwalk.References(pod) {
 		k := graphKinds[r.Kind]
-		if k == numKinds || r.Name == "" {
-			return true
-		}
-		if !slices.Contains(refs, ref{k, r.Name}) {
+		if k != numKinds && r.Name != "" && !slices.Contains(refs, ref{k, r.Name}) {
 			refs = append(refs, ref{k, r.Name})
 		}
-		return true
-	})
+	}
 	return refs
 }
 
@@ -205,11 +202,10 @@ func (r podRecord) refs() iter.Seq[ref] {
 // records as made for it. A pod update that changes them changes what the node may read.
 func podResourceClaimNames(pod *corev1.Pod) []string {
 	var names []string
-	podwalk.References(pod, func(r podwalk.Reference) bool {
+	for r := range podwalk.References(pod) {
 		if r.Kind == podwalk.ResourceClaim {
 			names = append(names, r.Name)
 		}
-		return true
-	})
+	}
 	return names
 }

@@ -1,0 +1,74 @@
+package apiserver
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+// TestAuthorizerMetrics reads /metrics through the server, as a monitoring system would, after
+// node requests the Node authorizer allowed and refused.
+func TestAuthorizerMetrics(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	admin := s.client.CoreV1()
+	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "used"}})
+	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "unused"}})
+	mustCreate(t, admin.Pods("default").Create, newPod("p", onNode("node1"), func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "used"}}}}
+	}))
+	node1 := nodeClient(t, s, "node1")
+	eventually(t, "node1 reads its pod's secret", func() error {
+		_, err := node1.CoreV1().Secrets("default").Get(ctx, "used", metav1.GetOptions{})
+		return err
+	})
+	if _, err := node1.CoreV1().Secrets("default").Get(ctx, "unused", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("node1 reading an unrelated secret: got %v, want Forbidden", err)
+	}
+
+	body, err := s.client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	metrics := testutil.NewMetrics()
+	if err := testutil.ParseMetrics(string(body), &metrics); err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	sum := func(name string, labels map[string]string) (total float64, found bool) {
+		for _, sample := range metrics[name] {
+			match := true
+			for k, v := range labels {
+				match = match && string(sample.Metric[testutil.LabelName(k)]) == v
+			}
+			if match {
+				total += float64(sample.Value)
+				found = true
+			}
+		}
+		return total, found
+	}
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"apiserver_authorization_decisions_total", map[string]string{"type": "Node", "name": "node", "decision": "allowed"}},
+		{"apiserver_node_authorizer_graph_actions_duration_seconds_count", map[string]string{"operation": "AddPod"}},
+		{"apiserver_node_authorizer_graph_objects", map[string]string{"kind": "pods"}},
+		{"apiserver_node_authorizer_graph_reachable_pairs", nil},
+	} {
+		if v, ok := sum(want.name, want.labels); !ok || v <= 0 {
+			var names []string
+			for name := range metrics {
+				if strings.Contains(name, "authoriz") {
+					names = append(names, name)
+				}
+			}
+			t.Errorf("%s%v = %v (found %v); want > 0. Authorization series served: %v", want.name, want.labels, v, ok, names)
+		}
+	}
+}

@@ -167,33 +167,46 @@ func TestNodeReadAfterBindWaitsForTheGraph(t *testing.T) {
 	}))
 	node1 := nodeClient(t, s, "node1")
 
-	s.nodeGraph.Pause()
-	released := make(chan struct{})
-	go func() {
-		defer close(released)
-		time.Sleep(50 * time.Millisecond)
-		s.nodeGraph.Resume()
-	}()
+	// Hold the graph, bind, and read once the bind is held back from the graph; release it only
+	// when the read waits for the graph, so the test exercises the wait whatever the timing.
+	hold := s.nodeGraph.Pause()
 	if err := admin.Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := node1.CoreV1().Secrets("default").Get(ctx, "s-late", metav1.GetOptions{}); err != nil {
-		t.Errorf("reading the secret right after the bind, graph paused then released: %v", err)
+	within(t, "the bind to reach the held graph", hold.Blocked())
+	read := make(chan error, 1)
+	go func() {
+		_, err := node1.CoreV1().Secrets("default").Get(ctx, "s-late", metav1.GetOptions{})
+		read <- err
+	}()
+	within(t, "the read to wait for the graph", hold.Waited())
+	hold.Release()
+	if err := <-read; err != nil {
+		t.Errorf("reading the secret right after the bind, graph held then released: %v", err)
 	}
-	<-released
 
 	// A graph that stays behind past the bound fails closed.
 	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s-later"}})
 	mustCreate(t, admin.Pods("default").Create, newPod("later", func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s-later"}}}}
 	}))
-	s.nodeGraph.Pause()
-	defer s.nodeGraph.Resume()
+	hold = s.nodeGraph.Pause()
+	defer hold.Release()
 	if err := admin.Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "later"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := node1.CoreV1().Secrets("default").Get(ctx, "s-later", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("reading while the graph stays paused: got %v, want Forbidden", err)
+	}
+}
+
+// within waits for ch to close, failing the test if it takes longer than any correct run would.
+func within(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

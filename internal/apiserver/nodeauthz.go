@@ -30,14 +30,9 @@ var graphKeyPrefixes = map[string]string{
 }
 
 // nodeAuthorizer builds the Node authorizer: the graph, its populator on the shared informers,
-// and the freshness wait backed by the store's own progress. It must run before the informers
-// start, so that the progress tracker's start revision precedes everything they list.
+// and the freshness wait backed by the store's own progress.
 func nodeAuthorizer(ctx context.Context, etcd *clientv3.Client, factory informers.SharedInformerFactory) (*node.Authorizer, *node.Populator, error) {
-	start, err := etcdprogress.CurrentRevision(ctx, etcd)
-	if err != nil {
-		return nil, nil, err
-	}
-	tracker := etcdprogress.Start(ctx, etcd, graphKeyPrefixes, start)
+	tracker := etcdprogress.Start(ctx, etcd, graphKeyPrefixes)
 	node.RegisterMetrics()
 	graph := node.NewGraph()
 	populator, err := node.NewPopulator(graph, factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments())

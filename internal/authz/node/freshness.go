@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -10,9 +11,11 @@ import (
 
 // RevisionSource reads how far storage is ahead of the graph.
 type RevisionSource interface {
-	// LatestRevisions returns, from one store read, the highest modification revision
-	// among the existing objects of each watched resource ("pods", "persistentvolumes",
-	// "volumeattachments"); a resource with no objects reports 0.
+	// LatestRevisions returns, as of the store's current revision, the highest modification
+	// revision among the existing objects of each watched resource ("pods",
+	// "persistentvolumes", "volumeattachments"); a resource with no objects reports 0. Only
+	// writes of existing objects can give a node a path; a delete only takes one away. An
+	// error says the source cannot tell now, and should come at once rather than late.
 	LatestRevisions(ctx context.Context) (map[string]int64, error)
 }
 
@@ -31,6 +34,9 @@ type Freshness struct {
 	mu      sync.Mutex
 	running *revisionRead
 	next    *revisionRead
+
+	// unavailable is set while revision reads fail, so that an outage is logged once.
+	unavailable atomic.Bool
 }
 
 type revisionRead struct {
@@ -48,31 +54,43 @@ func NewFreshness(src RevisionSource, p *Populator, maxWait time.Duration) *Fres
 // storage reports now. It returns true if the graph caught up within maxWait, false if
 // the time ran out, ctx ended or storage could not be read.
 func (f *Freshness) WaitFresh(ctx context.Context) bool {
+	start := time.Now()
+	r := f.wait(ctx)
+	observeWait(r, start)
+	return r == waitCaughtUp
+}
+
+func (f *Freshness) wait(ctx context.Context) waitResult {
 	timer := time.NewTimer(f.maxWait)
 	defer timer.Stop()
 	read := f.join()
 	select {
 	case <-read.done:
 	case <-timer.C:
-		return false
+		return waitTimeout
 	case <-ctx.Done():
-		return false
+		return waitCancelled
 	}
 	if read.err != nil {
-		klog.FromContext(ctx).V(2).Info("Node authorizer could not read the store's revisions; deciding from the graph as it is", "err", read.err)
-		return false
+		if f.unavailable.CompareAndSwap(false, true) {
+			klog.FromContext(ctx).Info("Node authorizer cannot read the store's progress; refusals are decided from the graph as it is, without waiting", "err", read.err)
+		}
+		return waitUnavailable
+	}
+	if f.unavailable.CompareAndSwap(true, false) {
+		klog.FromContext(ctx).Info("Node authorizer reads the store's progress again")
 	}
 	for {
 		advanced := f.pop.advanced()
 		if f.pop.caughtUp(read.latest) {
-			return true
+			return waitCaughtUp
 		}
 		select {
 		case <-advanced:
 		case <-timer.C:
-			return false
+			return waitTimeout
 		case <-ctx.Done():
-			return false
+			return waitCancelled
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"k8s.io/component-base/metrics/testutil"
+
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 )
 
@@ -63,28 +65,28 @@ type decision struct {
 // staleGraph starts a populator on informers over a fake clientset holding pod ns/p, which
 // uses secret s, pauses the populator, and binds the pod to node n1 at revision 7: storage
 // has the binding, the graph does not.
-func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Authorizer, *Populator) {
+func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Authorizer, *Hold) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pod := newPod("ns", "p", "", withSecretVolume("s"), withRV("6"))
 	client := fake.NewClientset(pod)
 	g, p, factory := newPopulator(t, client)
 	factory.Start(ctx.Done())
-	t.Cleanup(func() {
-		p.Resume()
-		cancel()
-		factory.Shutdown()
-	})
 	if !cache.WaitForCacheSync(ctx.Done(), p.HasSynced) {
 		t.Fatal("populator did not sync")
 	}
-	p.Pause()
+	hold := p.Pause()
+	t.Cleanup(func() {
+		hold.Release()
+		cancel()
+		factory.Shutdown()
+	})
 	bound := pod.DeepCopy()
 	bound.Spec.NodeName, bound.ResourceVersion = "n1", "7"
 	if _, err := client.CoreV1().Pods("ns").Update(ctx, bound, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return NewAuthorizer(g, NewFreshness(src, p, maxWait), bootstrap.NodeRules()), p
+	return NewAuthorizer(g, NewFreshness(src, p, maxWait), bootstrap.NodeRules()), hold
 }
 
 func authorizeAsync(t *testing.T, a *Authorizer, node string, r call) <-chan decision {
@@ -102,15 +104,15 @@ func authorizeAsync(t *testing.T, a *Authorizer, node string, r call) <-chan dec
 // populator applies the pod and the read is allowed.
 func TestNoDenialFromAStaleGraph(t *testing.T) {
 	src := newGatedSource(map[string]int64{"pods": 7}, false)
-	a, p := staleGraph(t, src, wait)
+	a, hold := staleGraph(t, src, wait)
 	result := authorizeAsync(t, a, "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s"})
-	<-src.called
+	<-hold.Waited()
 	select {
 	case r := <-result:
 		t.Fatalf("decided before the graph caught up: %v %q", r.d, r.reason)
 	default:
 	}
-	p.Resume()
+	hold.Release()
 	if r := <-result; r.d != authorizer.DecisionAllow {
 		t.Errorf("decision = %v (%q), want Allow", r.d, r.reason)
 	}
@@ -199,31 +201,48 @@ func TestWaitFreshConcurrent(t *testing.T) {
 	}
 }
 
-func TestWaitFreshGivesUp(t *testing.T) {
+// TestWaitFreshResults: each way a wait ends, and the metric that counts it. A store that
+// cannot be read is answered at once, never by waiting out the bound.
+func TestWaitFreshResults(t *testing.T) {
+	RegisterMetrics()
 	cases := []struct {
 		name    string
 		src     func() *gatedSource
 		ctx     func() context.Context
 		maxWait time.Duration
+		want    waitResult
 	}{
+		{"caught up", func() *gatedSource { return newGatedSource(map[string]int64{"pods": 0}, false) }, context.Background, wait, waitCaughtUp},
 		{"storage error", func() *gatedSource {
 			s := newGatedSource(nil, false)
 			s.err = errors.New("etcd unavailable")
 			return s
-		}, context.Background, wait},
-		{"read outlasts the bound", func() *gatedSource { return newGatedSource(nil, true) }, context.Background, 50 * time.Millisecond},
+		}, context.Background, wait, waitUnavailable},
+		{"read outlasts the bound", func() *gatedSource { return newGatedSource(nil, true) }, context.Background, 50 * time.Millisecond, waitTimeout},
 		{"request ends", func() *gatedSource { return newGatedSource(nil, true) }, func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			return ctx
-		}, wait},
-		{"graph behind", func() *gatedSource { return newGatedSource(map[string]int64{"volumeattachments": 4}, false) }, context.Background, 50 * time.Millisecond},
+		}, wait, waitCancelled},
+		{"graph behind", func() *gatedSource { return newGatedSource(map[string]int64{"volumeattachments": 4}, false) }, context.Background, 50 * time.Millisecond, waitTimeout},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			counter := liveMetrics.Load().waits[tc.want]
+			before, err := testutil.GetCounterMetricValue(counter)
+			if err != nil {
+				t.Fatal(err)
+			}
 			_, p, _ := newPopulator(t, fake.NewClientset())
-			if got := NewFreshness(tc.src(), p, tc.maxWait).WaitFresh(tc.ctx()); got {
-				t.Error("WaitFresh = true, want false")
+			start := time.Now()
+			if got := NewFreshness(tc.src(), p, tc.maxWait).WaitFresh(tc.ctx()); got != (tc.want == waitCaughtUp) {
+				t.Errorf("WaitFresh = %v", got)
+			}
+			if tc.want == waitUnavailable && time.Since(start) > wait/2 {
+				t.Errorf("an unreadable store made the wait last %v", time.Since(start))
+			}
+			if after, _ := testutil.GetCounterMetricValue(counter); after != before+1 {
+				t.Errorf("%s waits counted %v, want %v", waitResultNames[tc.want], after, before+1)
 			}
 		})
 	}

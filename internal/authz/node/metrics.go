@@ -47,6 +47,21 @@ var (
 		Help:           "Objects the Node authorizer's graph holds, by kind: bound pods, bound persistent volumes, attached volume attachments.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
+	freshnessWaits = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "apiserver",
+		Subsystem:      "node_authorizer",
+		Name:           "graph_freshness_waits_total",
+		Help:           "Node requests about to be refused that first waited for the graph to catch up with the store, by result: caught_up, timeout, cancelled, or unavailable (the store's progress could not be read, so the request was decided at once).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	freshnessWaitDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      "apiserver",
+		Subsystem:      "node_authorizer",
+		Name:           "graph_freshness_wait_duration_seconds",
+		Help:           "How long node requests about to be refused waited for the graph to catch up with the store.",
+		Buckets:        metrics.ExponentialBuckets(0.0001, 2, 13),
+		StabilityLevel: metrics.ALPHA,
+	})
 	graphPairs = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace:      "apiserver",
 		Subsystem:      "node_authorizer",
@@ -62,6 +77,26 @@ var (
 type graphMetrics struct {
 	actions                           [numGraphOps]metrics.ObserverMetric
 	pods, pvs, attachments, reachable metrics.GaugeMetric
+	waits                             [numWaitResults]metrics.CounterMetric
+	waitDuration                      metrics.ObserverMetric
+}
+
+// waitResult is how a freshness wait ended.
+type waitResult uint8
+
+const (
+	waitCaughtUp waitResult = iota
+	waitTimeout
+	waitCancelled
+	waitUnavailable
+	numWaitResults
+)
+
+var waitResultNames = [numWaitResults]string{
+	waitCaughtUp:    "caught_up",
+	waitTimeout:     "timeout",
+	waitCancelled:   "cancelled",
+	waitUnavailable: "unavailable",
 }
 
 var (
@@ -69,18 +104,23 @@ var (
 	liveMetrics     atomic.Pointer[graphMetrics]
 )
 
-// RegisterMetrics registers the graph's metrics with the registry /metrics serves.
+// RegisterMetrics registers the graph's and the freshness wait's metrics with the registry
+// /metrics serves.
 func RegisterMetrics() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(graphActionsDuration, graphObjects, graphPairs)
+		legacyregistry.MustRegister(graphActionsDuration, graphObjects, graphPairs, freshnessWaits, freshnessWaitDuration)
 		m := &graphMetrics{
-			pods:        graphObjects.WithLabelValues("pods"),
-			pvs:         graphObjects.WithLabelValues("persistentvolumes"),
-			attachments: graphObjects.WithLabelValues("volumeattachments"),
-			reachable:   graphPairs,
+			pods:         graphObjects.WithLabelValues("pods"),
+			pvs:          graphObjects.WithLabelValues("persistentvolumes"),
+			attachments:  graphObjects.WithLabelValues("volumeattachments"),
+			reachable:    graphPairs,
+			waitDuration: freshnessWaitDuration,
 		}
 		for op, name := range graphOpNames {
 			m.actions[op] = graphActionsDuration.WithLabelValues(name)
+		}
+		for r, name := range waitResultNames {
+			m.waits[r] = freshnessWaits.WithLabelValues(name)
 		}
 		liveMetrics.Store(m)
 	})
@@ -104,4 +144,12 @@ func (g *Graph) recordSizesLocked() {
 	m.pvs.Set(float64(len(g.pvs)))
 	m.attachments.Set(float64(len(g.attachments)))
 	m.reachable.Set(float64(g.reach.live))
+}
+
+// observeWait records a freshness wait that began at start.
+func observeWait(r waitResult, start time.Time) {
+	if m := liveMetrics.Load(); m != nil {
+		m.waits[r].Inc()
+		m.waitDuration.Observe(time.Since(start).Seconds())
+	}
 }

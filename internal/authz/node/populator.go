@@ -50,9 +50,8 @@ type Populator struct {
 	advancedCh chan struct{}
 	waiting    atomic.Bool
 
-	paused  atomic.Bool
-	pauseMu sync.Mutex
-	resumed *sync.Cond
+	// hold, when set, keeps events from the graph: a test's way to make it lag storage.
+	hold atomic.Pointer[Hold]
 }
 
 // NewPopulator registers on the informers the handlers that keep g current. The caller
@@ -60,7 +59,6 @@ type Populator struct {
 func NewPopulator(g *Graph, pods coreinformers.PodInformer, pvs coreinformers.PersistentVolumeInformer,
 	attachments storageinformers.VolumeAttachmentInformer) (*Populator, error) {
 	p := &Populator{graph: g}
-	p.resumed = sync.NewCond(&p.pauseMu)
 	sources := []struct {
 		resource string
 		informer cache.SharedIndexInformer
@@ -90,31 +88,38 @@ func (p *Populator) HasSynced() bool {
 	return true
 }
 
-// Pause makes the handlers block before applying further events, until Resume. It lets a
-// test hold the graph behind storage.
-func (p *Populator) Pause() {
-	p.pauseMu.Lock()
-	p.paused.Store(true)
-	p.pauseMu.Unlock()
+// Hold keeps the populator's events from the graph until Release. It lets a test hold the
+// graph behind storage and see, without guessing at timing, that an event is held and that a
+// decision waits for it.
+type Hold struct {
+	released, blocked, waited          chan struct{}
+	releaseOnce, blockedOnce, waitOnce sync.Once
 }
 
-// Resume lets blocked and later events through.
-func (p *Populator) Resume() {
-	p.pauseMu.Lock()
-	p.paused.Store(false)
-	p.resumed.Broadcast()
-	p.pauseMu.Unlock()
+// Pause makes the handlers block before applying further events, until the hold is released.
+func (p *Populator) Pause() *Hold {
+	h := &Hold{released: make(chan struct{}), blocked: make(chan struct{}), waited: make(chan struct{})}
+	p.hold.Store(h)
+	return h
 }
+
+// Blocked is closed once an event waits behind the hold.
+func (h *Hold) Blocked() <-chan struct{} { return h.blocked }
+
+// Waited is closed once a decision waits for the held graph to advance.
+func (h *Hold) Waited() <-chan struct{} { return h.waited }
+
+// Release lets blocked and later events through.
+func (h *Hold) Release() { h.releaseOnce.Do(func() { close(h.released) }) }
 
 func (p *Populator) waitWhilePaused() {
-	if !p.paused.Load() {
+	h := p.hold.Load()
+	if h == nil {
 		return
 	}
-	p.pauseMu.Lock()
-	for p.paused.Load() {
-		p.resumed.Wait()
-	}
-	p.pauseMu.Unlock()
+	h.blockedOnce.Do(func() { close(h.blocked) })
+	<-h.released
+	p.hold.CompareAndSwap(h, nil)
 }
 
 func (p *Populator) addPod(obj any) {
@@ -259,6 +264,9 @@ func (p *Populator) applied(resource int, obj any) {
 // advanced returns a channel closed the next time an applied revision grows. A waiter
 // takes it before checking caughtUp, so that no advance falls between the two.
 func (p *Populator) advanced() <-chan struct{} {
+	if h := p.hold.Load(); h != nil {
+		h.waitOnce.Do(func() { close(h.waited) })
+	}
 	p.advancedMu.Lock()
 	defer p.advancedMu.Unlock()
 	if p.advancedCh == nil {

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"context"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestNodeAuthorizer checks, with stock kubectl, that a node reads only what its pods use: through
@@ -60,5 +63,21 @@ spec:
 	path := s.kubectl(t, "get", "--raw", "/debug/node-authorizer/path?node=node1&kind=secret&namespace=default&name=db-password")
 	if want := `{"node":"node1","allowed":true,"path":["secret default/db-password","pod default/web","node node1"]}`; strings.TrimSpace(path) != want {
 		t.Errorf("path endpoint: %s, want %s", path, want)
+	}
+}
+
+// TestServerRefusesNodeModeWithoutNodeRestriction: node isolation cannot be switched off by an
+// admission flag; the server says why it will not start.
+func TestServerRefusesNodeModeWithoutNodeRestriction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the idplane binary; skipped in -short mode")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, idplaneBin, "server", "--data-dir", t.TempDir(), "--secure-port=0",
+		"--disable-admission-plugins=NodeRestriction")
+	out, err := cmd.CombinedOutput()
+	if exitCode(err) != 1 || !strings.Contains(string(out), "--authorization-mode Node needs the NodeRestriction admission plugin") {
+		t.Fatalf("idplane server with NodeRestriction disabled: exit %d, output:\n%s", exitCode(err), out)
 	}
 }

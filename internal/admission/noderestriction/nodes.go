@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apiserver/pkg/admission"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 )
 
 // admitNode lets a node create, update (spec or status) and delete only its own Node. Deleting is
@@ -59,28 +60,10 @@ func admitNode(nodeName string, a admission.Attributes) error {
 	return nil
 }
 
-// kubeletLabels are the kubernetes.io labels a kubelet sets on its own Node.
-var kubeletLabels = []string{
-	corev1.LabelHostname,
-	corev1.LabelTopologyZone,
-	corev1.LabelTopologyRegion,
-	corev1.LabelFailureDomainBetaZone,
-	corev1.LabelFailureDomainBetaRegion,
-	corev1.LabelInstanceType,
-	corev1.LabelInstanceTypeStable,
-	corev1.LabelOSStable,
-	corev1.LabelArchStable,
-	"beta.kubernetes.io/os",
-	"beta.kubernetes.io/arch",
-}
-
-// kubeletLabelNamespaces are the label namespaces (and their subdomains) a kubelet may set freely.
-var kubeletLabelNamespaces = []string{corev1.LabelNamespaceSuffixKubelet, corev1.LabelNamespaceSuffixNode}
-
 // forbiddenLabels returns, sorted, the labels that differ between labels and old (added, removed
 // or changed) and that a node may not touch: those under node-restriction.kubernetes.io, which
 // administrators use to steer workloads to trusted nodes, and any other kubernetes.io or k8s.io
-// label a kubelet does not own.
+// label that is not one of the well-known kubelet labels k8s.io/kubelet lists.
 func forbiddenLabels(labels, old map[string]string) []string {
 	var bad []string
 	check := func(key string) {
@@ -88,7 +71,7 @@ func forbiddenLabels(labels, old map[string]string) []string {
 			return
 		}
 		ns := labelNamespace(key)
-		if inDomain(ns, corev1.LabelNamespaceNodeRestriction) || (isKubernetesLabel(ns) && !isKubeletLabel(key, ns)) {
+		if inDomain(ns, corev1.LabelNamespaceNodeRestriction) || (isKubernetesLabel(ns) && !kubeletapis.IsKubeletLabel(key)) {
 			bad = append(bad, key)
 		}
 	}
@@ -108,13 +91,6 @@ func forbiddenLabels(labels, old map[string]string) []string {
 
 func isKubernetesLabel(ns string) bool {
 	return inDomain(ns, "kubernetes.io") || inDomain(ns, "k8s.io")
-}
-
-func isKubeletLabel(key, ns string) bool {
-	if slices.Contains(kubeletLabels, key) {
-		return true
-	}
-	return slices.ContainsFunc(kubeletLabelNamespaces, func(allowed string) bool { return inDomain(ns, allowed) })
 }
 
 // inDomain reports whether ns is domain or one of its subdomains.

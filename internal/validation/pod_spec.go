@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-helpers/node/util/sysctl"
 
 	"github.com/idplane/idplane/internal/podwalk"
 )
@@ -313,27 +314,16 @@ func validateSysctls(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 			allErrs = append(allErrs, field.Duplicate(namePath, s.Name))
 		}
 		seen.Insert(s.Name)
-		switch ns := sysctlNamespace(s.Name); {
-		case ns == "net" && spec.HostNetwork:
+		// The kernel reads a name whose first separator is '/' with '.' and '/' swapped; the
+		// library knows that, and which names each namespace holds.
+		switch ns, _, _ := sysctl.GetNamespace(s.Name); {
+		case ns == sysctl.NetNamespace && spec.HostNetwork:
 			allErrs = append(allErrs, field.Invalid(namePath, s.Name, "may not be specified when 'hostNetwork' is true"))
-		case ns == "ipc" && spec.HostIPC:
+		case ns == sysctl.IPCNamespace && spec.HostIPC:
 			allErrs = append(allErrs, field.Invalid(namePath, s.Name, "may not be specified when 'hostIPC' is true"))
 		}
 	}
 	return allErrs
-}
-
-// sysctlNamespace tells which kernel namespace a sysctl belongs to, "" for
-// node-level ones.
-func sysctlNamespace(name string) string {
-	name = strings.ReplaceAll(name, "/", ".")
-	switch {
-	case strings.HasPrefix(name, "net."):
-		return "net"
-	case name == "kernel.sem", strings.HasPrefix(name, "kernel.shm"), strings.HasPrefix(name, "kernel.msg"), strings.HasPrefix(name, "fs.mqueue."):
-		return "ipc"
-	}
-	return ""
 }
 
 // validateTolerations checks pod tolerations. An empty key with Exists

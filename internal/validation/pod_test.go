@@ -483,6 +483,31 @@ func TestValidatePod(t *testing.T) {
 			want: []want{invalid("spec.securityContext.sysctls[0].name")},
 		},
 		{
+			name: "'/'-separated net sysctl with host network",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.HostNetwork = true
+				p.Spec.Containers[0].Ports[0].HostPort = 80
+				p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "net/ipv4/conf/eno2.100/rp_filter", Value: "1"}}
+			},
+			want: []want{invalid("spec.securityContext.sysctls[0].name")},
+		},
+		{
+			name: "ipc sysctl with host IPC",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.HostIPC = true
+				p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "kernel/shmmax", Value: "1"}}
+			},
+			want: []want{invalid("spec.securityContext.sysctls[0].name")},
+		},
+		{
+			// fs/mqueue.x names file mqueue.x in fs, not a sysctl of the mqueue namespace.
+			name: "'/'-separated sysctl outside the ipc namespace with host IPC",
+			mutate: func(p *corev1.Pod) {
+				p.Spec.HostIPC = true
+				p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "fs/mqueue.x", Value: "1"}}
+			},
+		},
+		{
 			name: "topology spread with non-positive skew",
 			mutate: func(p *corev1.Pod) {
 				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}

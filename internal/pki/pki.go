@@ -19,6 +19,9 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 )
 
 const (
@@ -84,7 +87,7 @@ func EnsureCA(f Files, commonName string, now time.Time) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CA certificate: %w", err)
 	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	certPEM = pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: der})
 	keyPEM, err = EncodeKey(key)
 	if err != nil {
 		return nil, err
@@ -212,7 +215,7 @@ func Issue(ca *CA, req IssueRequest) (certPEM, keyPEM []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+	return pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: der}), keyPEM, nil
 }
 
 // EnsureAdminCert returns the admin client certificate (CN idplane-admin, O system:masters),
@@ -271,39 +274,24 @@ func EnsureServiceAccountKey(f Files) (crypto.Signer, error) {
 	if err := WriteFile(f.SAKey(), keyPEM, 0o600); err != nil {
 		return nil, err
 	}
-	if err := WriteFile(f.SAPub(), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+	if err := WriteFile(f.SAPub(), pem.EncodeToMemory(&pem.Block{Type: keyutil.PublicKeyBlockType, Bytes: pubDER}), 0o644); err != nil {
 		return nil, err
 	}
 	return key, nil
 }
 
-// ParseCertificate parses the first CERTIFICATE block of a PEM document.
+// ParseCertificate parses the first certificate of a PEM document.
 func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("no CERTIFICATE block")
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil {
+		return nil, err
 	}
-	return x509.ParseCertificate(block.Bytes)
+	return certs[0], nil
 }
 
 // ParseKey parses a PEM private key in PKCS#8, SEC 1 (EC) or PKCS#1 (RSA) form.
 func ParseKey(keyPEM []byte) (crypto.Signer, error) {
-	block, _ := pem.Decode(keyPEM)
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	var key any
-	var err error
-	switch block.Type {
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	case "PRIVATE KEY":
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	default:
-		return nil, fmt.Errorf("unsupported PEM block %q", block.Type)
-	}
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
 	if err != nil {
 		return nil, err
 	}
@@ -316,11 +304,11 @@ func ParseKey(keyPEM []byte) (crypto.Signer, error) {
 
 // EncodeKey encodes an ECDSA key as a SEC 1 "EC PRIVATE KEY" PEM block.
 func EncodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalECPrivateKey(key)
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {
 		return nil, fmt.Errorf("encoding key: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+	return keyPEM, nil
 }
 
 func createCertificate(tmpl, parent *x509.Certificate, pub any, signer crypto.Signer) ([]byte, error) {

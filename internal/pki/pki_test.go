@@ -188,3 +188,33 @@ func pool(ca *CA) *x509.CertPool {
 	p.AddCert(ca.Cert)
 	return p
 }
+
+func TestParseRefusesBadPEM(t *testing.T) {
+	ca, err := EnsureCA(Files{Dir: t.TempDir()}, "test-ca", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := ca.CertPEM
+	cases := []struct {
+		name  string
+		input []byte
+	}{
+		{"empty", nil},
+		{"not PEM", []byte("hello")},
+		{"truncated block", certPEM[:len(certPEM)/2]},
+		{"garbage in a block", []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ParseCertificate(tc.input); err == nil {
+				t.Error("ParseCertificate succeeded")
+			}
+			if _, err := ParseKey(tc.input); err == nil {
+				t.Error("ParseKey succeeded")
+			}
+		})
+	}
+	if _, err := ParseKey(certPEM); err == nil {
+		t.Error("ParseKey of a certificate succeeded")
+	}
+}

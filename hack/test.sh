@@ -10,3 +10,5 @@ mapfile -t unit_pkgs < <(go list ./... | grep -v -e '/internal/apiserver$' -e '/
 
 go test -timeout 60m -race "${unit_pkgs[@]}"
 go test -timeout 60m "${server_pkgs[@]}"
+# Fuzz the decoding of untrusted certificate requests and certificates for a bounded time.
+go test -run '^$' -fuzz FuzzCertificateSigningRequestPEM -fuzztime 15s ./internal/validation/

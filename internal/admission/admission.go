@@ -10,6 +10,9 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
+	"github.com/idplane/idplane/internal/admission/certificates/approval"
+	"github.com/idplane/idplane/internal/admission/certificates/signing"
+	"github.com/idplane/idplane/internal/admission/certificates/subjectrestriction"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
 )
 
@@ -23,6 +26,9 @@ var plugins = []struct {
 }{
 	{lifecycle.PluginName, lifecycle.Register},
 	{noderestriction.PluginName, noderestriction.Register},
+	{approval.PluginName, approval.Register},
+	{signing.PluginName, signing.Register},
+	{subjectrestriction.PluginName, subjectrestriction.Register},
 }
 
 // NewOptions returns admission options whose default is every plugin on, in order.

@@ -17,6 +17,7 @@ import (
 	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectaccessreview"
 	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectrulesreview"
 	"github.com/idplane/idplane/internal/registry/authorization/subjectaccessreview"
+	"github.com/idplane/idplane/internal/registry/certificates/certificatesigningrequest"
 	"github.com/idplane/idplane/internal/registry/coordination/lease"
 	"github.com/idplane/idplane/internal/registry/core/configmap"
 	"github.com/idplane/idplane/internal/registry/core/event"
@@ -99,6 +100,7 @@ var groups = []apiGroup{
 	{"rbac.authorization.k8s.io", v("v1"), []restConstructor{
 		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
 	}},
+	{"certificates.k8s.io", v("v1"), []restConstructor{stored(certificatesigningrequest.NewREST)}},
 	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}},
 	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}},
 }

@@ -3,6 +3,7 @@ package apiserver
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -63,6 +64,9 @@ var served = []struct {
 	{rbacv1.SchemeGroupVersion, rbacv1.AddToScheme, []runtime.Object{
 		&rbacv1.Role{}, &rbacv1.RoleList{}, &rbacv1.RoleBinding{}, &rbacv1.RoleBindingList{},
 		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRoleBindingList{},
+	}},
+	{certificatesv1.SchemeGroupVersion, certificatesv1.AddToScheme, []runtime.Object{
+		&certificatesv1.CertificateSigningRequest{}, &certificatesv1.CertificateSigningRequestList{},
 	}},
 	{storagev1.SchemeGroupVersion, storagev1.AddToScheme, []runtime.Object{
 		&storagev1.VolumeAttachment{}, &storagev1.VolumeAttachmentList{}, &storagev1.CSINode{}, &storagev1.CSINodeList{},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -89,6 +90,9 @@ func init() {
 	for _, name := range []string{"VolumeAttachment", "CSINode"} {
 		add(kind{storagev1.SchemeGroupVersion.WithKind(name), false, nil, nil})
 	}
+	add(kind{certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), false, &certificatesv1.CertificateSigningRequest{}, func(o runtime.Object) fields.Set {
+		return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
+	}})
 }
 
 // Register makes the scheme accept, for each kind, exactly the field labels Attrs produces.

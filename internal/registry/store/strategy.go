@@ -19,6 +19,8 @@ type Rules[T runtime.Object] struct {
 	Namespaced bool
 	// PrepareForCreate clears what a client may not set on create, such as status.
 	PrepareForCreate func(obj T)
+	// RecordRequester sets, on create, what the server knows of the request, such as who made it.
+	RecordRequester func(ctx context.Context, obj T)
 	// PrepareForUpdate keeps what this endpoint may not change from the stored object.
 	PrepareForUpdate func(obj, old T)
 	Validate         func(obj T) field.ErrorList
@@ -54,9 +56,12 @@ var (
 
 func (s *Strategy[T]) NamespaceScoped() bool { return s.rules.Namespaced }
 
-func (s *Strategy[T]) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (s *Strategy[T]) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	if s.rules.PrepareForCreate != nil {
 		s.rules.PrepareForCreate(obj.(T))
+	}
+	if s.rules.RecordRequester != nil {
+		s.rules.RecordRequester(ctx, obj.(T))
 	}
 }
 

@@ -1,0 +1,193 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/idplane/idplane/internal/pki"
+)
+
+// csrPEM is a fresh P-256 certificate request for subject cn/orgs.
+func csrPEM(t *testing.T, cn string, orgs ...string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func newCSR(name, signer string, request []byte) *certificatesv1.CertificateSigningRequest {
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: request, SignerName: signer, ExpirationSeconds: ptr(int32(3600)),
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		},
+	}
+}
+
+// grant gives user the rules through a ClusterRole and ClusterRoleBinding of the same name.
+func grant(t *testing.T, s *rbacServer, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	name := "test:" + user
+	mustCreate(t, s.client.RbacV1().ClusterRoles().Create, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules})
+	mustCreate(t, s.client.RbacV1().ClusterRoleBindings().Create, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})
+}
+
+func csrRule(verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests", "certificatesigningrequests/approval", "certificatesigningrequests/status"}, Verbs: verbs}
+}
+
+func signerRule(verb, name string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{name}, Verbs: []string{verb}}
+}
+
+// TestCertificateSigningRequestFlow is the design's flow for a custom signer: a user asks, an
+// approver approves through /approval, an external signer answers through /status; each step
+// refused to whoever may not take it.
+func TestCertificateSigningRequestFlow(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	const signer = "example.com/my-signer"
+	grant(t, s, "alice", csrRule("create", "get", "list"))
+	grant(t, s, "bob", csrRule("get", "update"))
+	grant(t, s, "approver", csrRule("get", "update"), signerRule("approve", "example.com/*"))
+	grant(t, s, "signer", csrRule("get", "update"), signerRule("sign", signer))
+	alice, bob, approver, signerClient := s.user(t, "alice", "devs"), s.user(t, "bob"), s.user(t, "approver"), s.user(t, "signer")
+
+	forged := newCSR("alice-1", signer, csrPEM(t, "alice"))
+	forged.Spec.Username, forged.Spec.Groups = "mallory", []string{"system:masters"}
+	var csr *certificatesv1.CertificateSigningRequest
+	eventually(t, "alice creates a CSR", func() error {
+		var err error
+		csr, err = alice.CertificatesV1().CertificateSigningRequests().Create(ctx, forged, metav1.CreateOptions{})
+		return err
+	})
+	if csr.Spec.Username != "alice" || !strings.Contains(strings.Join(csr.Spec.Groups, ","), "devs") || strings.Contains(strings.Join(csr.Spec.Groups, ","), "system:masters") {
+		t.Errorf("requester recorded as %q %v, want alice in devs and never the forged values", csr.Spec.Username, csr.Spec.Groups)
+	}
+
+	for _, tc := range []struct {
+		name, field string
+		csr         *certificatesv1.CertificateSigningRequest
+	}{
+		{"garbage request", "spec.request", newCSR("bad-1", signer, []byte("not a CSR"))},
+		{"legacy-unknown signer", "spec.signerName", newCSR("bad-2", "kubernetes.io/legacy-unknown", csrPEM(t, "x"))},
+		{"signer without a path", "spec.signerName", newCSR("bad-3", "example.com", csrPEM(t, "x"))},
+		{"huge request", "spec.request", newCSR("bad-4", signer, make([]byte, 300*1024))},
+	} {
+		_, err := alice.CertificatesV1().CertificateSigningRequests().Create(ctx, tc.csr, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: got %v, want 422 naming %s", tc.name, err, tc.field)
+		}
+	}
+
+	approve := func(c *certificatesv1.CertificateSigningRequest) *certificatesv1.CertificateSigningRequest {
+		c = c.DeepCopy()
+		c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test", Message: "approved in a test",
+		})
+		return c
+	}
+	_, err := bob.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, approve(csr), metav1.UpdateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `user "bob" not permitted to approve requests with signerName "example.com/my-signer"`) {
+		t.Errorf("bob approving: got %v, want 403 naming the verb, signer and user", err)
+	}
+	_, err = signerClient.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, approve(csr), metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("approving through /status: got %v, want 422", err)
+	}
+	approved, err := approver.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, approve(csr), metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("approver approving through the domain wildcard: %v", err)
+	}
+
+	certPEM, _, err := pki.Issue(s.ca, pki.IssueRequest{CommonName: "alice", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, Validity: time.Hour, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(c *certificatesv1.CertificateSigningRequest, cert []byte) *certificatesv1.CertificateSigningRequest {
+		c = c.DeepCopy()
+		c.Status.Certificate = cert
+		return c
+	}
+	_, err = bob.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, issue(approved, certPEM), metav1.UpdateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "not permitted to sign") {
+		t.Errorf("bob signing: got %v, want 403", err)
+	}
+	_, err = signerClient.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, issue(approved, []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")), metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "status.certificate") {
+		t.Errorf("signing with an unparseable certificate: got %v, want 422 naming status.certificate", err)
+	}
+	issued, err := signerClient.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, issue(approved, certPEM), metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("the signer issuing: %v", err)
+	}
+	if string(issued.Status.Certificate) != string(certPEM) {
+		t.Error("issued certificate not stored")
+	}
+	other, _, err := pki.Issue(s.ca, pki.IssueRequest{CommonName: "mallory", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, Validity: time.Hour, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signerClient.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, issue(issued, other), metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("replacing an issued certificate: got %v, want 422", err)
+	}
+	if _, err := approver.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, issued.Name, func() *certificatesv1.CertificateSigningRequest {
+		c := issued.DeepCopy()
+		c.Status.Conditions = nil
+		return c
+	}(), metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("removing the Approved condition: got %v, want 422", err)
+	}
+
+	list, err := alice.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{FieldSelector: "spec.signerName=" + signer})
+	if err != nil || len(list.Items) != 1 {
+		t.Errorf("listing by spec.signerName: %v, %d items, want 1", err, len(list.Items))
+	}
+}
+
+// TestCertificateSubjectAndNodeRestrictions: nobody gets system:masters from the
+// kube-apiserver-client signer, and a node asks only for its own kubelet certificates.
+func TestCertificateSubjectAndNodeRestrictions(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	masters := newCSR("masters", certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "eve", "system:masters"))
+	_, err := s.client.CertificatesV1().CertificateSigningRequests().Create(ctx, masters, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "system:masters") {
+		t.Errorf("a system:masters client CSR: got %v, want 403", err)
+	}
+	node1 := nodeClient(t, s, "node1")
+	own := newCSR("node1-client", certificatesv1.KubeAPIServerClientKubeletSignerName, csrPEM(t, "system:node:node1", "system:nodes"))
+	own.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	if _, err := node1.CertificatesV1().CertificateSigningRequests().Create(ctx, own, metav1.CreateOptions{}); err != nil {
+		t.Errorf("node1 asking for its own client certificate: %v", err)
+	}
+	theirs := newCSR("node2-client", certificatesv1.KubeAPIServerClientKubeletSignerName, csrPEM(t, "system:node:node2", "system:nodes"))
+	if _, err := node1.CertificatesV1().CertificateSigningRequests().Create(ctx, theirs, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node1 asking for node2's client certificate: got %v, want 403", err)
+	}
+}

@@ -12,3 +12,4 @@ go test -timeout 60m -race "${unit_pkgs[@]}"
 go test -timeout 60m "${server_pkgs[@]}"
 # Fuzz the decoding of untrusted certificate requests and certificates for a bounded time.
 go test -run '^$' -fuzz FuzzCertificateSigningRequestPEM -fuzztime 15s ./internal/validation/
+go test -run '^$' -fuzz FuzzPolicies -fuzztime 10s ./internal/certificates/

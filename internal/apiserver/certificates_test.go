@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,86 @@ func TestCertificateSubjectAndNodeRestrictions(t *testing.T) {
 	theirs := newCSR("node2-client", certificatesv1.KubeAPIServerClientKubeletSignerName, csrPEM(t, "system:node:node2", "system:nodes"))
 	if _, err := node1.CertificatesV1().CertificateSigningRequests().Create(ctx, theirs, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("node1 asking for node2's client certificate: got %v, want 403", err)
+	}
+}
+
+// TestBuiltInSigners: approved CSRs of the kubernetes.io signers are signed by the cluster CA as
+// their signer's rules allow, or fail naming the broken rule; other signers are left alone.
+func TestBuiltInSigners(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	csrs := s.client.CertificatesV1().CertificateSigningRequests()
+	approveAndWait := func(c *certificatesv1.CertificateSigningRequest, done func(*certificatesv1.CertificateSigningRequest) bool) *certificatesv1.CertificateSigningRequest {
+		t.Helper()
+		created, err := csrs.Create(ctx, c, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.Conditions = append(created.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"})
+		if _, err := csrs.UpdateApproval(ctx, created.Name, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var got *certificatesv1.CertificateSigningRequest
+		eventually(t, "the signing controller answers "+c.Name, func() error {
+			got, err = csrs.Get(ctx, c.Name, metav1.GetOptions{})
+			if err == nil && !done(got) {
+				return fmt.Errorf("status: %+v", got.Status.Conditions)
+			}
+			return err
+		})
+		return got
+	}
+	issued := func(c *certificatesv1.CertificateSigningRequest) bool { return len(c.Status.Certificate) > 0 }
+	failed := func(c *certificatesv1.CertificateSigningRequest) bool {
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == certificatesv1.CertificateFailed {
+				return true
+			}
+		}
+		return false
+	}
+
+	// An external signer's CSR, approved first: events reach the controller in order, so once the
+	// kubelet CSR approved after it is signed, the controller has seen it and left it alone.
+	external := newCSR("external", "example.com/other", csrPEM(t, "alice"))
+	created, err := csrs.Create(ctx, external, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"}}
+	if _, err := csrs.UpdateApproval(ctx, created.Name, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubelet := newCSR("node1-client", certificatesv1.KubeAPIServerClientKubeletSignerName, csrPEM(t, "system:node:node1", "system:nodes"))
+	got := approveAndWait(kubelet, issued)
+	block, _ := pem.Decode(got.Status.Certificate)
+	if block == nil {
+		t.Fatalf("certificate is not PEM: %q", got.Status.Certificate)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(s.ca.Cert)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("issued certificate does not verify against the cluster CA for client auth: %v", err)
+	}
+	if cert.Subject.CommonName != "system:node:node1" || cert.IsCA || len(cert.DNSNames) > 0 {
+		t.Errorf("issued certificate: CN %q, CA %v, DNS %v", cert.Subject.CommonName, cert.IsCA, cert.DNSNames)
+	}
+	if lifetime := cert.NotAfter.Sub(cert.NotBefore); lifetime < time.Hour || lifetime > time.Hour+10*time.Minute {
+		t.Errorf("lifetime %v, want the hour asked for plus the backdate", lifetime)
+	}
+
+	serverUsage := newCSR("wrong-usage", certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "alice"))
+	serverUsage.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageServerAuth}
+	got = approveAndWait(serverUsage, failed)
+	if len(got.Status.Certificate) > 0 || !strings.Contains(got.Status.Conditions[len(got.Status.Conditions)-1].Message, `usage "server auth" is not allowed`) {
+		t.Errorf("a client signer asked for server auth: %+v", got.Status)
+	}
+
+	if got, err := csrs.Get(ctx, "external", metav1.GetOptions{}); err != nil || len(got.Status.Certificate) > 0 || failed(got) {
+		t.Errorf("a CSR of an external signer was answered: %v %+v", err, got.Status)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/spf13/pflag"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/idplane/idplane/internal/admission"
@@ -32,16 +34,41 @@ type Options struct {
 	TokenAuthFile      string
 	AnonymousAuth      bool
 	Admission          *genericoptions.AdmissionOptions
+
+	// ClusterSigningDuration caps the lifetime of certificates the built-in signers issue.
+	ClusterSigningDuration time.Duration
+	// ClusterSigningFiles are, per built-in signer flag prefix, the CA certificate and key files;
+	// empty means the cluster CA in <data-dir>/pki.
+	ClusterSigningFiles map[string]*SigningFiles
+}
+
+// SigningFiles are one built-in signer's CA files.
+type SigningFiles struct{ CertFile, KeyFile string }
+
+// clusterSigners name the built-in signers by the prefix of their CA flags, as kube-controller-manager does.
+var clusterSigners = []struct{ flag, signer string }{
+	{"kubelet-serving", certificatesv1.KubeletServingSignerName},
+	{"kubelet-client", certificatesv1.KubeAPIServerClientKubeletSignerName},
+	{"kube-apiserver-client", certificatesv1.KubeAPIServerClientSignerName},
+	{"legacy-unknown", "kubernetes.io/legacy-unknown"},
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:            "./idplane-data",
-		BindAddress:        net.ParseIP("127.0.0.1"),
-		SecurePort:         6443,
-		AuthorizationModes: append([]string(nil), authz.DefaultModes...),
-		Admission:          admission.NewOptions(),
+		DataDir:                "./idplane-data",
+		BindAddress:            net.ParseIP("127.0.0.1"),
+		SecurePort:             6443,
+		AuthorizationModes:     append([]string(nil), authz.DefaultModes...),
+		Admission:              admission.NewOptions(),
+		ClusterSigningDuration: 365 * 24 * time.Hour,
+		ClusterSigningFiles: func() map[string]*SigningFiles {
+			m := map[string]*SigningFiles{}
+			for _, s := range clusterSigners {
+				m[s.flag] = &SigningFiles{}
+			}
+			return m
+		}(),
 	}
 }
 
@@ -58,6 +85,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Treat requests without credentials as user system:anonymous instead of refusing them.")
 	o.Admission.AddFlags(fs)
+	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest lifetime of a certificate the built-in kubernetes.io signers issue; a CSR's expirationSeconds can only shorten it.")
+	for _, s := range clusterSigners {
+		f := o.ClusterSigningFiles[s.flag]
+		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: the cluster CA). Read again when it changes.")
+		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: the cluster CA's key).")
+	}
 }
 
 // Validate reports every invalid setting.
@@ -87,5 +120,13 @@ func (o *Options) Validate() error {
 			"enable NodeRestriction or leave Node out of --authorization-mode"))
 	}
 	errs = append(errs, o.Admission.Validate()...)
+	if o.ClusterSigningDuration <= 0 {
+		errs = append(errs, fmt.Errorf("--cluster-signing-duration %v must be positive", o.ClusterSigningDuration))
+	}
+	for _, s := range clusterSigners {
+		if f := o.ClusterSigningFiles[s.flag]; (f.CertFile == "") != (f.KeyFile == "") {
+			errs = append(errs, fmt.Errorf("--cluster-signing-%s-cert-file and --cluster-signing-%s-key-file go together", s.flag, s.flag))
+		}
+	}
 	return errors.Join(errs...)
 }

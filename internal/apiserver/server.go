@@ -294,7 +294,11 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator); err != nil {
+	signing, err := csrSigningController(o, client, informerFactory)
+	if err != nil {
+		return nil, err
+	}
+	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, signing); err != nil {
 		return nil, err
 	}
 	return &preparedServer{

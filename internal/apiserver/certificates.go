@@ -1,0 +1,35 @@
+package apiserver
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/controller/csrsigning"
+	"github.com/idplane/idplane/internal/pki"
+)
+
+// csrSigningController builds the signing controller for the built-in kubernetes.io signers,
+// each with its CA files (by flag, else the cluster CA in <data-dir>/pki).
+func csrSigningController(o *Options, client kubernetes.Interface, factory informers.SharedInformerFactory) (*csrsigning.Controller, error) {
+	files := pki.Files{Dir: filepath.Join(o.DataDir, "pki")}
+	signers := map[string]csrsigning.Signer{}
+	for _, s := range clusterSigners {
+		certFile, keyFile := files.CACert(), files.CAKey()
+		if f := o.ClusterSigningFiles[s.flag]; f.CertFile != "" {
+			certFile, keyFile = f.CertFile, f.KeyFile
+		}
+		ca, err := certificates.LoadCA(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("signer %s: %w", s.signer, err)
+		}
+		signers[s.signer] = csrsigning.Signer{Policy: certificates.Policies[s.signer], CA: ca}
+	}
+	return csrsigning.New(client, factory.Certificates().V1().CertificateSigningRequests(), csrsigning.Config{
+		Signers: signers, MaxDuration: o.ClusterSigningDuration, Clock: clock.RealClock{},
+	})
+}

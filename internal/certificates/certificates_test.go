@@ -1,0 +1,226 @@
+package certificates
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+
+	"github.com/idplane/idplane/internal/pki"
+)
+
+type reqOpts struct {
+	cn     string
+	orgs   []string
+	dns    []string
+	ips    []net.IP
+	emails []string
+	uris   []*url.URL
+	rsa    bool
+}
+
+func makeRequest(t testing.TB, o reqOpts) *x509.CertificateRequest {
+	t.Helper()
+	var key crypto.Signer
+	var err error
+	if o.rsa {
+		key, err = rsa.GenerateKey(rand.Reader, 2048)
+	} else {
+		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: o.cn, Organization: o.orgs}, DNSNames: o.dns, IPAddresses: o.ips, EmailAddresses: o.emails, URIs: o.uris,
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := ParseRequest(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return csr
+}
+
+func usages(us ...certificatesv1.KeyUsage) []certificatesv1.KeyUsage { return us }
+
+func TestPolicies(t *testing.T) {
+	const (
+		client  = certificatesv1.KubeAPIServerClientSignerName
+		kubelet = certificatesv1.KubeAPIServerClientKubeletSignerName
+		serving = certificatesv1.KubeletServingSignerName
+	)
+	node := reqOpts{cn: "system:node:n1", orgs: []string{"system:nodes"}}
+	withDNS := node
+	withDNS.dns = []string{"n1.example.com"}
+	withIP := node
+	withIP.ips = []net.IP{net.ParseIP("10.0.0.1")}
+	withEmail := withDNS
+	withEmail.emails = []string{"n1@example.com"}
+	rsaNode := node
+	rsaNode.rsa = true
+	extraOrg := node
+	extraOrg.orgs = []string{"system:nodes", "system:masters"}
+	bareCN := node
+	bareCN.cn = "system:node:"
+	digitalClient := usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth)
+	cases := []struct {
+		name, signer string
+		req          reqOpts
+		usages       []certificatesv1.KeyUsage
+		wantErr      string
+	}{
+		{"client: any subject", client, reqOpts{cn: "alice", orgs: []string{"devs"}}, digitalClient, ""},
+		{"client: server auth", client, reqOpts{cn: "alice"}, usages(certificatesv1.UsageServerAuth), `usage "server auth" is not allowed`},
+		{"client: no client auth", client, reqOpts{cn: "alice"}, usages(certificatesv1.UsageDigitalSignature), `usage "client auth" is required`},
+		{"kubelet client", kubelet, node, digitalClient, ""},
+		{"kubelet client: key encipherment with RSA", kubelet, rsaNode, usages(certificatesv1.UsageKeyEncipherment, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth), ""},
+		{"kubelet client: key encipherment with ECDSA", kubelet, node, usages(certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth), "only allowed for RSA keys"},
+		{"kubelet client: not a node name", kubelet, reqOpts{cn: "alice", orgs: []string{"system:nodes"}}, digitalClient, `must start with "system:node:"`},
+		{"kubelet client: the prefix alone", kubelet, bareCN, digitalClient, "name a node"},
+		{"kubelet client: another organization too", kubelet, extraOrg, digitalClient, "must be exactly"},
+		{"kubelet client: SANs", kubelet, withDNS, digitalClient, "subject alternative names are not allowed"},
+		{"kubelet client: server auth", kubelet, node, usages(certificatesv1.UsageServerAuth, certificatesv1.UsageClientAuth), `usage "server auth" is not allowed`},
+		{"kubelet serving: DNS", serving, withDNS, usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth), ""},
+		{"kubelet serving: IP", serving, withIP, usages(certificatesv1.UsageServerAuth), ""},
+		{"kubelet serving: no SANs", serving, node, usages(certificatesv1.UsageServerAuth), "at least one DNS or IP"},
+		{"kubelet serving: email SAN", serving, withEmail, usages(certificatesv1.UsageServerAuth), "only DNS and IP"},
+		{"kubelet serving: client auth", serving, withDNS, usages(certificatesv1.UsageServerAuth, certificatesv1.UsageClientAuth), `usage "client auth" is not allowed`},
+		{"legacy-unknown: anything", legacyUnknownSignerName, reqOpts{cn: "x"}, usages(certificatesv1.UsageCertSign), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Policies[tc.signer].Check(&Request{CSR: makeRequest(t, tc.req), Usages: tc.usages})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Check = %v, want allowed", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Check = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func writeCA(t *testing.T, dir, name string, now time.Time) (certFile, keyFile string) {
+	t.Helper()
+	files := pki.Files{Dir: filepath.Join(dir, name)}
+	if _, err := pki.EnsureCA(files, name, now); err != nil {
+		t.Fatal(err)
+	}
+	return files.CACert(), files.CAKey()
+}
+
+func TestSign(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	certFile, keyFile := writeCA(t, dir, "ca1", now)
+	ca, err := LoadCA(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &Request{CSR: makeRequest(t, reqOpts{cn: "system:node:n1", dns: []string{"n1.example.com"}}), Usages: usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth)}
+	sign := func(expiration *int32, max time.Duration) *x509.Certificate {
+		t.Helper()
+		certPEM, err := ca.Sign(SignParams{Request: req, ExpirationSeconds: expiration, MaxDuration: max, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(certPEM)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	hour := int32(3600)
+	cert := sign(&hour, 365*24*time.Hour)
+	caPEM, _ := ca.CertPEM()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "n1.example.com", CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("does not verify as a serving certificate: %v", err)
+	}
+	if cert.IsCA || cert.KeyUsage != x509.KeyUsageDigitalSignature {
+		t.Errorf("CA %v, key usage %v", cert.IsCA, cert.KeyUsage)
+	}
+	if !cert.NotBefore.Equal(now.Add(-backdate)) || !cert.NotAfter.Equal(now.Add(time.Hour)) {
+		t.Errorf("valid %v to %v, want backdated start and the hour asked for", cert.NotBefore, cert.NotAfter)
+	}
+	if cert := sign(nil, 2*time.Hour); !cert.NotAfter.Equal(now.Add(2 * time.Hour)) {
+		t.Errorf("without expirationSeconds: until %v, want the signer's maximum", cert.NotAfter)
+	}
+	if cert := sign(&hour, 30*time.Minute); !cert.NotAfter.Equal(now.Add(30 * time.Minute)) {
+		t.Errorf("maximum below the request: until %v, want the maximum", cert.NotAfter)
+	}
+	caCert, _ := pki.ParseCertificate(caPEM)
+	if cert := sign(nil, 100*365*24*time.Hour); !cert.NotAfter.Equal(caCert.NotAfter) {
+		t.Errorf("beyond the CA: until %v, want the CA's own end %v", cert.NotAfter, caCert.NotAfter)
+	}
+
+	// Replacing the CA files takes effect at the next signing, without a restart.
+	newCert, newKey := writeCA(t, dir, "ca2", now)
+	for _, f := range [][2]string{{newCert, certFile}, {newKey, keyFile}} {
+		data, err := os.ReadFile(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f[1], data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		future := now.Add(time.Minute)
+		if err := os.Chtimes(f[1], future, future); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rotated := sign(&hour, time.Hour)
+	if rotated.Issuer.CommonName != "ca2" {
+		t.Errorf("after the CA files changed, issued by %q, want ca2", rotated.Issuer.CommonName)
+	}
+}
+
+func TestParseRequestRefusesBadInput(t *testing.T) {
+	good := makeRequest(t, reqOpts{cn: "x"})
+	tampered := append([]byte(nil), good.Raw...)
+	tampered[len(tampered)-3] ^= 0xff
+	for name, data := range map[string][]byte{
+		"empty":            nil,
+		"not PEM":          []byte("hello"),
+		"wrong block type": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: good.Raw}),
+		"garbage DER":      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: []byte{1, 2, 3}}),
+		"bad signature":    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: tampered}),
+	} {
+		if _, err := ParseRequest(data); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+}
+
+// FuzzPolicies checks arbitrary requests against every built-in signer: the rules answer, and never panic.
+func FuzzPolicies(f *testing.F) {
+	f.Add([]byte(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: makeRequest(f, reqOpts{cn: "system:node:n"}).Raw})), "client auth")
+	f.Add([]byte("-----BEGIN CERTIFICATE REQUEST-----\nAA==\n-----END CERTIFICATE REQUEST-----\n"), "server auth")
+	f.Fuzz(func(t *testing.T, data []byte, usage string) {
+		csr, err := ParseRequest(data)
+		if err != nil {
+			return
+		}
+		for _, p := range Policies {
+			_ = p.Check(&Request{CSR: csr, Usages: []certificatesv1.KeyUsage{certificatesv1.KeyUsage(usage)}})
+		}
+	})
+}

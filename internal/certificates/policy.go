@@ -1,0 +1,164 @@
+// Package certificates holds the built-in signers' rules and the signing of what they allow: each
+// kubernetes.io signer is a Policy composed of small rules, checked against the parsed request
+// before a certificate is made.
+package certificates
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+)
+
+// Policy is what a signer issues: the rules a request must meet. A request that breaks one is
+// refused with the rule's reason, never signed.
+type Policy struct {
+	SignerName string
+	Rules      []Rule
+}
+
+// Rule checks one aspect of a request; it returns why the request breaks it, or nil.
+type Rule func(req *Request) error
+
+// Request is a CSR as the rules see it.
+type Request struct {
+	CSR    *x509.CertificateRequest
+	Usages []certificatesv1.KeyUsage
+}
+
+// Check returns the first rule the request breaks.
+func (p Policy) Check(req *Request) error {
+	for _, r := range p.Rules {
+		if err := r(req); err != nil {
+			return fmt.Errorf("%s: %w", p.SignerName, err)
+		}
+	}
+	return nil
+}
+
+// ParseRequest decodes a CSR's spec.request: one PEM CERTIFICATE REQUEST whose signature verifies.
+func ParseRequest(data []byte) (*x509.CertificateRequest, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil, errors.New("not a PEM CERTIFICATE REQUEST")
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the certificate request: %w", err)
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("checking the certificate request's signature: %w", err)
+	}
+	return csr, nil
+}
+
+// nodeUserPrefix starts the common name of every kubelet certificate.
+const nodeUserPrefix = "system:node:"
+
+// Policies are the built-in signers, by name.
+var Policies = map[string]Policy{
+	certificatesv1.KubeAPIServerClientSignerName: {
+		SignerName: certificatesv1.KubeAPIServerClientSignerName,
+		Rules: []Rule{
+			usagesWithin(certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment),
+			usagesInclude(certificatesv1.UsageClientAuth),
+		},
+	},
+	certificatesv1.KubeAPIServerClientKubeletSignerName: {
+		SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+		Rules: []Rule{
+			commonNamePrefix(nodeUserPrefix),
+			organizationsExactly("system:nodes"),
+			noSANs,
+			usagesWithin(certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment),
+			usagesInclude(certificatesv1.UsageClientAuth),
+			keyEnciphermentOnlyForRSA,
+		},
+	},
+	certificatesv1.KubeletServingSignerName: {
+		SignerName: certificatesv1.KubeletServingSignerName,
+		Rules: []Rule{
+			commonNamePrefix(nodeUserPrefix),
+			organizationsExactly("system:nodes"),
+			dnsOrIPSANsOnly,
+			usagesWithin(certificatesv1.UsageServerAuth, certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment),
+			usagesInclude(certificatesv1.UsageServerAuth),
+			keyEnciphermentOnlyForRSA,
+		},
+	},
+	legacyUnknownSignerName: {SignerName: legacyUnknownSignerName},
+}
+
+// legacyUnknownSignerName promises nothing; only v1beta1 clients can still ask for it.
+const legacyUnknownSignerName = "kubernetes.io/legacy-unknown"
+
+func commonNamePrefix(prefix string) Rule {
+	return func(req *Request) error {
+		if cn := req.CSR.Subject.CommonName; !strings.HasPrefix(cn, prefix) || cn == prefix {
+			return fmt.Errorf("subject common name %q must start with %q and name a node", cn, prefix)
+		}
+		return nil
+	}
+}
+
+func organizationsExactly(orgs ...string) Rule {
+	return func(req *Request) error {
+		if !slices.Equal(req.CSR.Subject.Organization, orgs) {
+			return fmt.Errorf("subject organizations %q must be exactly %q", req.CSR.Subject.Organization, orgs)
+		}
+		return nil
+	}
+}
+
+func noSANs(req *Request) error {
+	c := req.CSR
+	if len(c.DNSNames)+len(c.IPAddresses)+len(c.EmailAddresses)+len(c.URIs) > 0 {
+		return errors.New("subject alternative names are not allowed")
+	}
+	return nil
+}
+
+func dnsOrIPSANsOnly(req *Request) error {
+	c := req.CSR
+	switch {
+	case len(c.EmailAddresses)+len(c.URIs) > 0:
+		return errors.New("only DNS and IP subject alternative names are allowed")
+	case len(c.DNSNames)+len(c.IPAddresses) == 0:
+		return errors.New("at least one DNS or IP subject alternative name is required")
+	}
+	return nil
+}
+
+func usagesWithin(allowed ...certificatesv1.KeyUsage) Rule {
+	return func(req *Request) error {
+		for _, u := range req.Usages {
+			if !slices.Contains(allowed, u) {
+				return fmt.Errorf("usage %q is not allowed (allowed: %q)", u, allowed)
+			}
+		}
+		return nil
+	}
+}
+
+func usagesInclude(required certificatesv1.KeyUsage) Rule {
+	return func(req *Request) error {
+		if !slices.Contains(req.Usages, required) {
+			return fmt.Errorf("usage %q is required", required)
+		}
+		return nil
+	}
+}
+
+// keyEnciphermentOnlyForRSA: key encipherment means encrypting a key with the certificate's
+// public key, which only RSA keys do.
+func keyEnciphermentOnlyForRSA(req *Request) error {
+	if _, rsaKey := req.CSR.PublicKey.(*rsa.PublicKey); !rsaKey && slices.Contains(req.Usages, certificatesv1.UsageKeyEncipherment) {
+		return errors.New(`usage "key encipherment" is only allowed for RSA keys`)
+	}
+	return nil
+}

@@ -310,9 +310,10 @@ func TestImpersonation(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := as("frank", "readers").CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("frank in readers lists pods: %v", err)
-	}
+	eventually(t, "frank in readers lists pods once the binding is indexed", func() error {
+		_, err := as("frank", "readers").CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		return err
+	})
 	if _, err := as("frank").CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("frank without readers lists pods: got %v, want Forbidden", err)
 	}

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
 	"github.com/idplane/idplane/internal/pki"
 )
@@ -32,4 +34,9 @@ func csrSigningController(o *Options, client kubernetes.Interface, factory infor
 	return csrsigning.New(client, factory.Certificates().V1().CertificateSigningRequests(), csrsigning.Config{
 		Signers: signers, MaxDuration: o.ClusterSigningDuration, Clock: clock.RealClock{},
 	})
+}
+
+// csrApprovingController builds the kubelet-client approver, asking the server's own authorizer.
+func csrApprovingController(client kubernetes.Interface, az authorizer.Authorizer, factory informers.SharedInformerFactory) (*csrapproving.Controller, error) {
+	return csrapproving.New(client, az, factory.Certificates().V1().CertificateSigningRequests())
 }

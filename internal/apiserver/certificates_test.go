@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/idplane/idplane/internal/pki"
 )
@@ -271,5 +272,48 @@ func TestBuiltInSigners(t *testing.T) {
 
 	if got, err := csrs.Get(ctx, "external", metav1.GetOptions{}); err != nil || len(got.Status.Certificate) > 0 || failed(got) {
 		t.Errorf("a CSR of an external signer was answered: %v %+v", err, got.Status)
+	}
+}
+
+// TestKubeletClientAutoApproval: a node renewing its own client certificate and a bootstrap
+// identity asking for a new node's are approved and signed; anyone else waits for a human.
+func TestKubeletClientAutoApproval(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	grant(t, s, "system:bootstrap:abc123", csrRule("create", "get"))
+	grant(t, s, "alice", csrRule("create", "get"))
+	kubeletCSR := func(name, node string) *certificatesv1.CertificateSigningRequest {
+		return newCSR(name, certificatesv1.KubeAPIServerClientKubeletSignerName, csrPEM(t, "system:node:"+node, "system:nodes"))
+	}
+	requests := []struct {
+		client kubernetes.Interface
+		csr    *certificatesv1.CertificateSigningRequest
+	}{
+		{s.user(t, "alice"), kubeletCSR("by-alice", "node9")},
+		{nodeClient(t, s, "node1"), kubeletCSR("node1-renewal", "node1")},
+		{s.user(t, "system:bootstrap:abc123", "system:bootstrappers"), kubeletCSR("node7-join", "node7")},
+	}
+	for _, r := range requests {
+		eventually(t, "creating "+r.csr.Name, func() error {
+			_, err := r.client.CertificatesV1().CertificateSigningRequests().Create(ctx, r.csr, metav1.CreateOptions{})
+			return err
+		})
+	}
+	for _, name := range []string{"node1-renewal", "node7-join"} {
+		eventually(t, name+" approved and issued", func() error {
+			got, err := s.client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if len(got.Status.Conditions) == 0 || got.Status.Conditions[0].Reason != "AutoApproved" || len(got.Status.Certificate) == 0 {
+				return fmt.Errorf("status %+v", got.Status.Conditions)
+			}
+			return nil
+		})
+	}
+	// alice's CSR was created before the two that were approved, so the approver has seen it.
+	got, err := s.client.CertificatesV1().CertificateSigningRequests().Get(ctx, "by-alice", metav1.GetOptions{})
+	if err != nil || len(got.Status.Conditions) > 0 {
+		t.Errorf("a kubelet CSR from a user without nodeclient rights: %v %+v, want it left pending", err, got.Status.Conditions)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/idplane/idplane/internal/authz/rbac"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
+	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
 )
@@ -30,7 +31,7 @@ var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem,
 // addControllers registers the built-in controllers and start-up tasks as post-start hooks; the
 // server reports ready only once every hook has returned.
 // nodeGraph is nil when mode Node is off.
-func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, signing *csrsigning.Controller) error {
+func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, signing *csrsigning.Controller, approving *csrapproving.Controller) error {
 	namespaces, err := namespacecontroller.New(client, dyn, factory.Core().V1().Namespaces())
 	if err != nil {
 		return err
@@ -60,6 +61,10 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 		}},
 		{"csr-signing-controller", func(ctx context.Context) error {
 			go signing.Run(ctx, 2)
+			return nil
+		}},
+		{"csr-approving-controller", func(ctx context.Context) error {
+			go approving.Run(ctx, 1)
 			return nil
 		}},
 	}

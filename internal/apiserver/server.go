@@ -298,7 +298,11 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, signing); err != nil {
+	approving, err := csrApprovingController(client, cfg.Authorization.Authorizer, informerFactory)
+	if err != nil {
+		return nil, err
+	}
+	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, signing, approving); err != nil {
 		return nil, err
 	}
 	return &preparedServer{

@@ -145,6 +145,11 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		// Service accounts may read where their tokens come from; anything wider is the
 		// administrator's choice.
 		groupBinding("system:service-account-issuer-discovery", serviceaccount.AllServiceAccountsGroup),
+		// Upstream leaves these to kubeadm; a cluster needs them for nodes to join and renew:
+		// new nodes' bootstrap credentials may ask for kubelet client certificates, and nodes
+		// may renew their own. Both roles grant only a subresource the approver checks.
+		namedGroupBinding("idplane:node-bootstrapper-nodeclient", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers"),
+		namedGroupBinding("idplane:nodes-selfnodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", user.NodesGroup),
 	}
 	for i := range bindings {
 		markBootstrap(&bindings[i].ObjectMeta)
@@ -223,8 +228,12 @@ func signerApprover(name, signerName string) rbacv1.ClusterRole {
 }
 
 func groupBinding(role string, groups ...string) rbacv1.ClusterRoleBinding {
+	return namedGroupBinding(role, role, groups...)
+}
+
+func namedGroupBinding(name, role string, groups ...string) rbacv1.ClusterRoleBinding {
 	b := rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 	}
 	for _, g := range groups {

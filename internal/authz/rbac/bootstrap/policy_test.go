@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -108,14 +109,17 @@ func TestBindings(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
+		role     string // "" means the binding's own name
 		subjects []rbacv1.Subject
 	}{
-		{"cluster-admin", []rbacv1.Subject{group("system:masters")}},
-		{"system:discovery", []rbacv1.Subject{group("system:authenticated")}},
-		{"system:basic-user", []rbacv1.Subject{group("system:authenticated")}},
-		{"system:public-info-viewer", []rbacv1.Subject{group("system:authenticated"), group("system:unauthenticated")}},
-		{"system:node", nil},
-		{"system:service-account-issuer-discovery", []rbacv1.Subject{group("system:serviceaccounts")}},
+		{"cluster-admin", "", []rbacv1.Subject{group("system:masters")}},
+		{"system:discovery", "", []rbacv1.Subject{group("system:authenticated")}},
+		{"system:basic-user", "", []rbacv1.Subject{group("system:authenticated")}},
+		{"system:public-info-viewer", "", []rbacv1.Subject{group("system:authenticated"), group("system:unauthenticated")}},
+		{"system:node", "", nil},
+		{"system:service-account-issuer-discovery", "", []rbacv1.Subject{group("system:serviceaccounts")}},
+		{"idplane:node-bootstrapper-nodeclient", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", []rbacv1.Subject{group("system:bootstrappers")}},
+		{"idplane:nodes-selfnodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", []rbacv1.Subject{group("system:nodes")}},
 	}
 	bindings := bindingsByName(t)
 	if len(bindings) != len(cases) {
@@ -127,7 +131,11 @@ func TestBindings(t *testing.T) {
 			if !ok {
 				t.Fatal("binding missing")
 			}
-			wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tc.name}
+			role := tc.role
+			if role == "" {
+				role = tc.name
+			}
+			wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
 			if b.RoleRef != wantRef {
 				t.Errorf("roleRef %+v, want %+v", b.RoleRef, wantRef)
 			}
@@ -148,8 +156,14 @@ func TestEveryBindingNamesADefaultRole(t *testing.T) {
 }
 
 // The Node authorizer is what gives nodes their rights; a binding of system:nodes to
-// system:node would let every node read every secret.
+// system:node would let every node read every secret. The one role group system:nodes holds
+// grants nothing but the right the kubelet-client approver checks for self-renewal.
 func TestNodesAreNeverBoundToSystemNode(t *testing.T) {
+	const selfRenewal = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
+	wantRules := []rbacv1.PolicyRule{{Verbs: []string{"create"}, APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests/selfnodeclient"}}}
+	if got := rolesByName(t)[selfRenewal].Rules; !reflect.DeepEqual(got, wantRules) {
+		t.Errorf("%s rules %+v, want only %+v", selfRenewal, got, wantRules)
+	}
 	b, ok := bindingsByName(t)["system:node"]
 	if !ok {
 		t.Fatal("clusterrolebinding system:node missing")
@@ -162,7 +176,7 @@ func TestNodesAreNeverBoundToSystemNode(t *testing.T) {
 			t.Errorf("clusterrolebinding %q grants system:node to %+v", b.Name, b.Subjects)
 		}
 		for _, s := range b.Subjects {
-			if s.Kind == rbacv1.GroupKind && s.Name == "system:nodes" {
+			if s.Kind == rbacv1.GroupKind && s.Name == "system:nodes" && b.RoleRef.Name != selfRenewal {
 				t.Errorf("clusterrolebinding %q grants %q to group system:nodes", b.Name, b.RoleRef.Name)
 			}
 		}

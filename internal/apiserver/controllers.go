@@ -14,12 +14,14 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/authz/rbac"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
 	"github.com/idplane/idplane/internal/controller/csrapproving"
+	"github.com/idplane/idplane/internal/controller/csrcleaner"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
 )
@@ -40,6 +42,7 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 	if err != nil {
 		return err
 	}
+	cleaner := csrcleaner.New(client, factory.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
 	type hook struct {
 		name string
 		run  func(context.Context) error
@@ -65,6 +68,10 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 		}},
 		{"csr-approving-controller", func(ctx context.Context) error {
 			go approving.Run(ctx, 1)
+			return nil
+		}},
+		{"csr-cleaner", func(ctx context.Context) error {
+			go cleaner.Run(ctx)
 			return nil
 		}},
 	}

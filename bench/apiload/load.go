@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	mathrand "math/rand/v2"
-	"net"
-	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -18,13 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/idplane/idplane/bench/internal/loadclient"
 )
 
 const (
-	// requestTimeout bounds every single request, so a stuck server cannot hold a phase open.
-	requestTimeout = 30 * time.Second
 	// namespaceGoneTimeout bounds the wait for the namespace controller to remove the load's
 	// namespace from a server the tool did not launch.
 	namespaceGoneTimeout = time.Minute
@@ -34,43 +30,8 @@ type client struct {
 	cs kubernetes.Interface
 }
 
-// loadRESTConfig reads a kubeconfig for load generation: no client-side rate limit, a bounded
-// request time, and only HTTPS servers on the loopback interface.
-func loadRESTConfig(path string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
-	}
-	if err := checkLoopback(cfg.Host); err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
-	}
-	// A negative QPS leaves client-go without a rate limiter; the default of 5 QPS would measure
-	// the client, not the server.
-	cfg.QPS, cfg.Burst = -1, -1
-	cfg.Timeout = requestTimeout
-	cfg.UserAgent = "idplane-apiload"
-	return cfg, nil
-}
-
-// checkLoopback refuses any server but an HTTPS one on 127.0.0.1 (or another loopback address):
-// this tool generates load and must never aim it at a shared machine.
-func checkLoopback(host string) error {
-	u, err := url.Parse(host)
-	if err != nil {
-		return fmt.Errorf("parsing server address %q: %w", host, err)
-	}
-	if u.Scheme != "https" {
-		return fmt.Errorf("server %s is not HTTPS", host)
-	}
-	ip := net.ParseIP(u.Hostname())
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("server %s is not a loopback IP address; only local servers are loaded", host)
-	}
-	return nil
-}
-
 func newClient(kubeconfig string, protobuf bool) (*client, error) {
-	cfg, err := loadRESTConfig(kubeconfig)
+	cfg, err := loadclient.RESTConfig(kubeconfig, "idplane-apiload")
 	if err != nil {
 		return nil, err
 	}

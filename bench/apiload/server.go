@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/idplane/idplane/bench/internal/loadclient"
 )
 
 const (
@@ -101,7 +103,7 @@ func (s *server) start(ctx context.Context, binary string, timeout time.Duration
 		return s.failure("server closed stdout without naming its admin kubeconfig")
 	}
 
-	restCfg, err := loadRESTConfig(s.kubeconfig)
+	restCfg, err := loadclient.RESTConfig(s.kubeconfig, "idplane-apiload")
 	if err != nil {
 		return err
 	}

@@ -273,6 +273,22 @@ func TestBuiltInSigners(t *testing.T) {
 	if got, err := csrs.Get(ctx, "external", metav1.GetOptions{}); err != nil || len(got.Status.Certificate) > 0 || failed(got) {
 		t.Errorf("a CSR of an external signer was answered: %v %+v", err, got.Status)
 	}
+
+	sum := scrapeMetrics(t, s.testServer)
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"idplane_certificates_signer_issued_total", map[string]string{"signer": certificatesv1.KubeAPIServerClientKubeletSignerName}},
+		{"idplane_certificates_signer_failed_total", map[string]string{"signer": certificatesv1.KubeAPIServerClientSignerName}},
+		{"idplane_certificates_signer_signing_duration_seconds_count", map[string]string{"signer": certificatesv1.KubeAPIServerClientKubeletSignerName}},
+		{"apiserver_certificates_registry_csr_requested_duration_total", map[string]string{"signerName": "other"}},
+		{"apiserver_certificates_registry_csr_honored_duration_total", map[string]string{"signerName": certificatesv1.KubeAPIServerClientKubeletSignerName}},
+	} {
+		if v, ok := sum(want.name, want.labels); !ok || v <= 0 {
+			t.Errorf("%s%v = %v (found %v); want > 0", want.name, want.labels, v, ok)
+		}
+	}
 }
 
 // TestKubeletClientAutoApproval: a node renewing its own client certificate and a bootstrap

@@ -51,6 +51,7 @@ type Controller struct {
 
 // New returns the controller over the CSR informer.
 func New(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, cfg Config) (*Controller, error) {
+	RegisterMetrics()
 	c := &Controller{
 		client: client,
 		lister: csrs.Lister(),
@@ -136,6 +137,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	signer := c.cfg.Signers[csr.Spec.SignerName]
 	csr = csr.DeepCopy()
 	now := c.cfg.Clock.Now()
+	start := time.Now()
 	parsed, err := certificates.ParseRequest(csr.Spec.Request)
 	req := &certificates.Request{CSR: parsed, Usages: csr.Spec.Usages}
 	if err == nil {
@@ -150,6 +152,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("recording that CSR %q breaks its signer's rules: %w", name, err)
 		}
+		failed.WithLabelValues(csr.Spec.SignerName).Inc()
 		return nil
 	}
 	cert, err := signer.CA.Sign(certificates.SignParams{Request: req, ExpirationSeconds: csr.Spec.ExpirationSeconds, MaxDuration: c.cfg.MaxDuration, Now: now})
@@ -160,5 +163,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, csr, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("storing the certificate of CSR %q: %w", name, err)
 	}
+	issued.WithLabelValues(csr.Spec.SignerName).Inc()
+	signingDuration.WithLabelValues(csr.Spec.SignerName).Observe(time.Since(start).Seconds())
 	return nil
 }

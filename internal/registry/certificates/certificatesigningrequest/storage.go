@@ -45,12 +45,15 @@ func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (m
 	if err != nil {
 		return nil, err
 	}
+	RegisterMetrics()
+	s.AfterCreate = countRequestedDuration
 	status := s.WithStrategy(store.NewStrategy(typer, store.Rules[*certificatesv1.CertificateSigningRequest]{
 		PrepareForUpdate: func(csr, old *certificatesv1.CertificateSigningRequest) { csr.Spec = old.Spec },
 		ValidateUpdate:   validation.ValidateCertificateSigningRequestStatusUpdate,
 		ResetFields:      []fieldpath.Path{fieldpath.MakePathOrDie("spec")},
 		APIVersion:       "certificates.k8s.io/v1",
 	}))
+	status.BeginUpdate = countHonoredDuration
 	approval := s.WithStrategy(store.NewStrategy(typer, store.Rules[*certificatesv1.CertificateSigningRequest]{
 		PrepareForUpdate: func(csr, old *certificatesv1.CertificateSigningRequest) {
 			// Only the conditions are an approver's to change; the certificate is the signer's.

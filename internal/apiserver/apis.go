@@ -100,7 +100,8 @@ var groups = []apiGroup{
 	{"rbac.authorization.k8s.io", v("v1"), []restConstructor{
 		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
 	}},
-	{"certificates.k8s.io", v("v1"), []restConstructor{stored(certificatesigningrequest.NewREST)}},
+	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests"}}},
+		[]restConstructor{stored(certificatesigningrequest.NewREST)}},
 	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}},
 	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}},
 }

@@ -14,11 +14,13 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/idplane/idplane/internal/pki"
 )
@@ -202,12 +204,20 @@ func TestBuiltInSigners(t *testing.T) {
 	csrs := s.client.CertificatesV1().CertificateSigningRequests()
 	approveAndWait := func(c *certificatesv1.CertificateSigningRequest, done func(*certificatesv1.CertificateSigningRequest) bool) *certificatesv1.CertificateSigningRequest {
 		t.Helper()
-		created, err := csrs.Create(ctx, c, metav1.CreateOptions{})
-		if err != nil {
+		if _, err := csrs.Create(ctx, c, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		created.Status.Conditions = append(created.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"})
-		if _, err := csrs.UpdateApproval(ctx, created.Name, created, metav1.UpdateOptions{}); err != nil {
+		// The kubelet-client approver may approve first (the admin may have node credentials).
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current, err := csrs.Get(ctx, c.Name, metav1.GetOptions{})
+			if err != nil || len(current.Status.Conditions) > 0 {
+				return err
+			}
+			current.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"}}
+			_, err = csrs.UpdateApproval(ctx, c.Name, current, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		var got *certificatesv1.CertificateSigningRequest
@@ -331,5 +341,49 @@ func TestKubeletClientAutoApproval(t *testing.T) {
 	got, err := s.client.CertificatesV1().CertificateSigningRequests().Get(ctx, "by-alice", metav1.GetOptions{})
 	if err != nil || len(got.Status.Conditions) > 0 {
 		t.Errorf("a kubelet CSR from a user without nodeclient rights: %v %+v, want it left pending", err, got.Status.Conditions)
+	}
+}
+
+// TestCertificateSigningRequestsV1beta1: v1beta1 is served beside v1 over the same objects, with
+// its defaults (the signer guessed from the request, condition status True) and its looser rule
+// for kubernetes.io/legacy-unknown.
+func TestCertificateSigningRequestsV1beta1(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	beta := s.client.CertificatesV1beta1().CertificateSigningRequests()
+	newBeta := func(name string, request []byte, usages ...certificatesv1beta1.KeyUsage) *certificatesv1beta1.CertificateSigningRequest {
+		return &certificatesv1beta1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: certificatesv1beta1.CertificateSigningRequestSpec{Request: request, Usages: usages}}
+	}
+	cases := []struct {
+		name, wantSigner string
+		csr              *certificatesv1beta1.CertificateSigningRequest
+	}{
+		{"kubelet client", certificatesv1.KubeAPIServerClientKubeletSignerName,
+			newBeta("beta-client", csrPEM(t, "system:node:n5", "system:nodes"), certificatesv1beta1.UsageDigitalSignature, certificatesv1beta1.UsageClientAuth)},
+		{"anything else", "kubernetes.io/legacy-unknown",
+			newBeta("beta-other", csrPEM(t, "alice"), certificatesv1beta1.UsageDigitalSignature, certificatesv1beta1.UsageClientAuth)},
+	}
+	for _, tc := range cases {
+		if _, err := beta.Create(ctx, tc.csr, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: creating through v1beta1: %v", tc.name, err)
+		}
+		got, err := s.client.CertificatesV1().CertificateSigningRequests().Get(ctx, tc.csr.Name, metav1.GetOptions{})
+		if err != nil || got.Spec.SignerName != tc.wantSigner || got.Spec.Username != "idplane-admin" {
+			t.Errorf("%s read through v1: %v, signer %q user %q, want signer %q", tc.name, err, got.Spec.SignerName, got.Spec.Username, tc.wantSigner)
+		}
+	}
+	other, err := beta.Get(ctx, "beta-other", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Status.Conditions = []certificatesv1beta1.CertificateSigningRequestCondition{{Type: certificatesv1beta1.CertificateApproved, Reason: "Test"}}
+	approved, err := beta.UpdateApproval(ctx, other, metav1.UpdateOptions{})
+	if err != nil || approved.Status.Conditions[0].Status != corev1.ConditionTrue {
+		t.Errorf("approving through v1beta1 without a condition status: %v, %+v, want status defaulted to True", err, approved)
+	}
+	list, err := beta.List(ctx, metav1.ListOptions{FieldSelector: "spec.signerName=kubernetes.io/legacy-unknown"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "beta-other" {
+		t.Errorf("v1beta1 list by signer: %v %+v", err, list)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
+	csrv1beta1 "github.com/idplane/idplane/internal/conversion/certificatesv1beta1"
 	"github.com/idplane/idplane/internal/defaults"
 	"github.com/idplane/idplane/internal/registry/fieldlabels"
 )
@@ -68,6 +70,8 @@ var served = []struct {
 	{certificatesv1.SchemeGroupVersion, certificatesv1.AddToScheme, []runtime.Object{
 		&certificatesv1.CertificateSigningRequest{}, &certificatesv1.CertificateSigningRequestList{},
 	}},
+	// v1beta1 has no internal form of its own: it converts to and from v1 (see init).
+	{certificatesv1beta1.SchemeGroupVersion, certificatesv1beta1.AddToScheme, nil},
 	{storagev1.SchemeGroupVersion, storagev1.AddToScheme, []runtime.Object{
 		&storagev1.VolumeAttachment{}, &storagev1.VolumeAttachmentList{}, &storagev1.CSINode{}, &storagev1.CSINodeList{},
 	}},
@@ -99,6 +103,7 @@ func init() {
 		s.AddUnversionedTypes(unversioned,
 			&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
 	}
+	utilruntime.Must(csrv1beta1.AddToScheme(Scheme))
 	utilruntime.Must(fieldlabels.Register(Scheme))
 	defaults.RegisterDefaults(Scheme)
 }

@@ -33,6 +33,8 @@ func RegisterDefaults(s *runtime.Scheme) {
 	register(s, RoleBindingList)
 	register(s, ClusterRoleBinding)
 	register(s, ClusterRoleBindingList)
+	register(s, CertificateSigningRequestV1beta1)
+	register(s, CertificateSigningRequestListV1beta1)
 }
 
 func register[T any, PT interface {

@@ -39,13 +39,25 @@ var supportedKeyUsages = sets.New(
 	certificatesv1.UsageMicrosoftSGC, certificatesv1.UsageNetscapeSGC,
 )
 
-// ValidateCertificateSigningRequest checks a CSR being created.
+// CSROptions loosen the create rules for requests made through certificates.k8s.io/v1beta1.
+type CSROptions struct {
+	// AllowLegacyUnknownSigner accepts kubernetes.io/legacy-unknown, which v1beta1 clients get
+	// by default when their request fits no kubelet signer.
+	AllowLegacyUnknownSigner bool
+}
+
+// ValidateCertificateSigningRequest checks a CSR being created through v1.
 func ValidateCertificateSigningRequest(csr *certificatesv1.CertificateSigningRequest) field.ErrorList {
+	return ValidateCertificateSigningRequestWithOptions(csr, CSROptions{})
+}
+
+// ValidateCertificateSigningRequestWithOptions checks a CSR being created.
+func ValidateCertificateSigningRequestWithOptions(csr *certificatesv1.CertificateSigningRequest, opts CSROptions) field.ErrorList {
 	allErrs := validateObjectMeta(&csr.ObjectMeta, false, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validateCSRRequest(csr.Spec.Request, specPath.Child("request"))...)
 	allErrs = append(allErrs, validateSignerName(csr.Spec.SignerName, specPath.Child("signerName"))...)
-	if csr.Spec.SignerName == legacyUnknownSignerName {
+	if csr.Spec.SignerName == legacyUnknownSignerName && !opts.AllowLegacyUnknownSigner {
 		allErrs = append(allErrs, field.NotSupported(specPath.Child("signerName"), csr.Spec.SignerName,
 			[]string{"a signer other than " + legacyUnknownSignerName}))
 	}

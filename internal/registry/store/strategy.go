@@ -24,6 +24,9 @@ type Rules[T runtime.Object] struct {
 	// PrepareForUpdate keeps what this endpoint may not change from the stored object.
 	PrepareForUpdate func(obj, old T)
 	Validate         func(obj T) field.ErrorList
+	// ValidateRequest replaces Validate for rules that depend on the request, such as the API
+	// version it came in.
+	ValidateRequest func(ctx context.Context, obj T) field.ErrorList
 	ValidateUpdate   func(obj, old T) field.ErrorList
 	// ResetFields are the field paths PrepareForUpdate resets, so server-side apply does not
 	// record managers for fields this endpoint ignores.
@@ -71,11 +74,14 @@ func (s *Strategy[T]) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 	}
 }
 
-func (s *Strategy[T]) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	if s.rules.Validate == nil {
-		return nil
+func (s *Strategy[T]) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	switch {
+	case s.rules.ValidateRequest != nil:
+		return s.rules.ValidateRequest(ctx, obj.(T))
+	case s.rules.Validate != nil:
+		return s.rules.Validate(obj.(T))
 	}
-	return s.rules.Validate(obj.(T))
+	return nil
 }
 
 func (s *Strategy[T]) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {

@@ -7,7 +7,9 @@ import (
 	"context"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -34,10 +36,10 @@ func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (m
 			PrepareForUpdate: func(csr, old *certificatesv1.CertificateSigningRequest) {
 				csr.Spec, csr.Status = old.Spec, old.Status
 			},
-			Validate:       validation.ValidateCertificateSigningRequest,
-			ValidateUpdate: validation.ValidateCertificateSigningRequestUpdate,
-			ResetFields:    []fieldpath.Path{fieldpath.MakePathOrDie("status")},
-			APIVersion:     "certificates.k8s.io/v1",
+			ValidateRequest: validateCreate,
+			ValidateUpdate:  validation.ValidateCertificateSigningRequestUpdate,
+			ResetFields:     []fieldpath.Path{fieldpath.MakePathOrDie("status")},
+			APIVersion:      "certificates.k8s.io/v1",
 		}),
 		Table:      printers.CertificateSigningRequests,
 		ShortNames: []string{"csr"},
@@ -85,4 +87,11 @@ func recordRequester(ctx context.Context, csr *certificatesv1.CertificateSigning
 			csr.Spec.Extra[k] = v
 		}
 	}
+}
+
+// validateCreate applies v1's rules, loosened as v1beta1 allows for requests made through it.
+func validateCreate(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) field.ErrorList {
+	info, ok := request.RequestInfoFrom(ctx)
+	v1beta1 := ok && info.APIVersion == certificatesv1beta1.SchemeGroupVersion.Version
+	return validation.ValidateCertificateSigningRequestWithOptions(csr, validation.CSROptions{AllowLegacyUnknownSigner: v1beta1})
 }

@@ -1,0 +1,110 @@
+// Package certificatesv1beta1 converts CertificateSigningRequests between certificates.k8s.io
+// v1beta1, which idplane serves for older clients, and v1, which it stores and validates.
+package certificatesv1beta1
+
+import (
+	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// AddToScheme registers the conversions in both directions, for objects and lists.
+func AddToScheme(s *runtime.Scheme) error {
+	for _, err := range []error{
+		s.AddConversionFunc((*certificatesv1beta1.CertificateSigningRequest)(nil), (*certificatesv1.CertificateSigningRequest)(nil), func(a, b any, _ conversion.Scope) error {
+			ToV1(a.(*certificatesv1beta1.CertificateSigningRequest), b.(*certificatesv1.CertificateSigningRequest))
+			return nil
+		}),
+		s.AddConversionFunc((*certificatesv1.CertificateSigningRequest)(nil), (*certificatesv1beta1.CertificateSigningRequest)(nil), func(a, b any, _ conversion.Scope) error {
+			FromV1(a.(*certificatesv1.CertificateSigningRequest), b.(*certificatesv1beta1.CertificateSigningRequest))
+			return nil
+		}),
+		s.AddConversionFunc((*certificatesv1beta1.CertificateSigningRequestList)(nil), (*certificatesv1.CertificateSigningRequestList)(nil), func(a, b any, _ conversion.Scope) error {
+			in, out := a.(*certificatesv1beta1.CertificateSigningRequestList), b.(*certificatesv1.CertificateSigningRequestList)
+			out.ListMeta = in.ListMeta
+			out.Items = make([]certificatesv1.CertificateSigningRequest, len(in.Items))
+			for i := range in.Items {
+				ToV1(&in.Items[i], &out.Items[i])
+			}
+			return nil
+		}),
+		s.AddConversionFunc((*certificatesv1.CertificateSigningRequestList)(nil), (*certificatesv1beta1.CertificateSigningRequestList)(nil), func(a, b any, _ conversion.Scope) error {
+			in, out := a.(*certificatesv1.CertificateSigningRequestList), b.(*certificatesv1beta1.CertificateSigningRequestList)
+			out.ListMeta = in.ListMeta
+			out.Items = make([]certificatesv1beta1.CertificateSigningRequest, len(in.Items))
+			for i := range in.Items {
+				FromV1(&in.Items[i], &out.Items[i])
+			}
+			return nil
+		}),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ToV1 converts a v1beta1 CSR to v1; an unset signer name stays empty, for v1 validation to refuse.
+func ToV1(in *certificatesv1beta1.CertificateSigningRequest, out *certificatesv1.CertificateSigningRequest) {
+	out.ObjectMeta = in.ObjectMeta
+	out.Spec = certificatesv1.CertificateSigningRequestSpec{
+		Request:           in.Spec.Request,
+		ExpirationSeconds: in.Spec.ExpirationSeconds,
+		Username:          in.Spec.Username,
+		UID:               in.Spec.UID,
+		Groups:            in.Spec.Groups,
+	}
+	if in.Spec.SignerName != nil {
+		out.Spec.SignerName = *in.Spec.SignerName
+	}
+	for _, u := range in.Spec.Usages {
+		out.Spec.Usages = append(out.Spec.Usages, certificatesv1.KeyUsage(u))
+	}
+	if in.Spec.Extra != nil {
+		out.Spec.Extra = make(map[string]certificatesv1.ExtraValue, len(in.Spec.Extra))
+		for k, v := range in.Spec.Extra {
+			out.Spec.Extra[k] = certificatesv1.ExtraValue(v)
+		}
+	}
+	out.Status = certificatesv1.CertificateSigningRequestStatus{Certificate: in.Status.Certificate}
+	for _, c := range in.Status.Conditions {
+		out.Status.Conditions = append(out.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.RequestConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
+			LastUpdateTime: c.LastUpdateTime, LastTransitionTime: c.LastTransitionTime,
+		})
+	}
+}
+
+// FromV1 converts a v1 CSR to v1beta1.
+func FromV1(in *certificatesv1.CertificateSigningRequest, out *certificatesv1beta1.CertificateSigningRequest) {
+	out.ObjectMeta = in.ObjectMeta
+	out.Spec = certificatesv1beta1.CertificateSigningRequestSpec{
+		Request:           in.Spec.Request,
+		ExpirationSeconds: in.Spec.ExpirationSeconds,
+		Username:          in.Spec.Username,
+		UID:               in.Spec.UID,
+		Groups:            in.Spec.Groups,
+	}
+	if in.Spec.SignerName != "" {
+		name := in.Spec.SignerName
+		out.Spec.SignerName = &name
+	}
+	for _, u := range in.Spec.Usages {
+		out.Spec.Usages = append(out.Spec.Usages, certificatesv1beta1.KeyUsage(u))
+	}
+	if in.Spec.Extra != nil {
+		out.Spec.Extra = make(map[string]certificatesv1beta1.ExtraValue, len(in.Spec.Extra))
+		for k, v := range in.Spec.Extra {
+			out.Spec.Extra[k] = certificatesv1beta1.ExtraValue(v)
+		}
+	}
+	out.Status = certificatesv1beta1.CertificateSigningRequestStatus{Certificate: in.Status.Certificate}
+	for _, c := range in.Status.Conditions {
+		out.Status.Conditions = append(out.Status.Conditions, certificatesv1beta1.CertificateSigningRequestCondition{
+			Type: certificatesv1beta1.RequestConditionType(c.Type), Status: c.Status, Reason: c.Reason, Message: c.Message,
+			LastUpdateTime: c.LastUpdateTime, LastTransitionTime: c.LastTransitionTime,
+		})
+	}
+}

@@ -27,7 +27,7 @@ type Rules[T runtime.Object] struct {
 	// ValidateRequest replaces Validate for rules that depend on the request, such as the API
 	// version it came in.
 	ValidateRequest func(ctx context.Context, obj T) field.ErrorList
-	ValidateUpdate   func(obj, old T) field.ErrorList
+	ValidateUpdate  func(obj, old T) field.ErrorList
 	// ResetFields are the field paths PrepareForUpdate resets, so server-side apply does not
 	// record managers for fields this endpoint ignores.
 	ResetFields []fieldpath.Path

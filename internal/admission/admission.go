@@ -11,6 +11,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/idplane/idplane/internal/admission/certificates/approval"
+	"github.com/idplane/idplane/internal/admission/certificates/ctbattest"
 	"github.com/idplane/idplane/internal/admission/certificates/signing"
 	"github.com/idplane/idplane/internal/admission/certificates/subjectrestriction"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
@@ -29,6 +30,7 @@ var plugins = []struct {
 	{approval.PluginName, approval.Register},
 	{signing.PluginName, signing.Register},
 	{subjectrestriction.PluginName, subjectrestriction.Register},
+	{ctbattest.PluginName, ctbattest.Register},
 }
 
 // NewOptions returns admission options whose default is every plugin on, in order.

@@ -18,6 +18,7 @@ import (
 	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectrulesreview"
 	"github.com/idplane/idplane/internal/registry/authorization/subjectaccessreview"
 	"github.com/idplane/idplane/internal/registry/certificates/certificatesigningrequest"
+	"github.com/idplane/idplane/internal/registry/certificates/clustertrustbundle"
 	"github.com/idplane/idplane/internal/registry/coordination/lease"
 	"github.com/idplane/idplane/internal/registry/core/configmap"
 	"github.com/idplane/idplane/internal/registry/core/event"
@@ -101,7 +102,7 @@ var groups = []apiGroup{
 		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
 	}},
 	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests"}}},
-		[]restConstructor{stored(certificatesigningrequest.NewREST)}},
+		[]restConstructor{stored(certificatesigningrequest.NewREST), stored(clustertrustbundle.NewREST)}},
 	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}},
 	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}},
 }

@@ -12,14 +12,17 @@ import (
 	"github.com/idplane/idplane/internal/certificates"
 	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
+	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
 	"github.com/idplane/idplane/internal/pki"
 )
 
 // csrSigningController builds the signing controller for the built-in kubernetes.io signers,
-// each with its CA files (by flag, else the cluster CA in <data-dir>/pki).
-func csrSigningController(o *Options, client kubernetes.Interface, factory informers.SharedInformerFactory) (*csrsigning.Controller, error) {
+// each with its CA files (by flag, else the cluster CA in <data-dir>/pki), and the publisher of
+// their CAs as ClusterTrustBundles.
+func csrSigningController(o *Options, client kubernetes.Interface, factory informers.SharedInformerFactory) (*csrsigning.Controller, *trustbundlepublisher.Publisher, error) {
 	files := pki.Files{Dir: filepath.Join(o.DataDir, "pki")}
 	signers := map[string]csrsigning.Signer{}
+	cas := map[string]trustbundlepublisher.CA{}
 	for _, s := range clusterSigners {
 		certFile, keyFile := files.CACert(), files.CAKey()
 		if f := o.ClusterSigningFiles[s.flag]; f.CertFile != "" {
@@ -27,13 +30,18 @@ func csrSigningController(o *Options, client kubernetes.Interface, factory infor
 		}
 		ca, err := certificates.LoadCA(certFile, keyFile)
 		if err != nil {
-			return nil, fmt.Errorf("signer %s: %w", s.signer, err)
+			return nil, nil, fmt.Errorf("signer %s: %w", s.signer, err)
 		}
 		signers[s.signer] = csrsigning.Signer{Policy: certificates.Policies[s.signer], CA: ca}
+		cas[s.signer] = ca
 	}
-	return csrsigning.New(client, factory.Certificates().V1().CertificateSigningRequests(), csrsigning.Config{
+	signing, err := csrsigning.New(client, factory.Certificates().V1().CertificateSigningRequests(), csrsigning.Config{
 		Signers: signers, MaxDuration: o.ClusterSigningDuration, Clock: clock.RealClock{},
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return signing, trustbundlepublisher.New(client, cas), nil
 }
 
 // csrApprovingController builds the kubelet-client approver, asking the server's own authorizer.

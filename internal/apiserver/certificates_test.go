@@ -387,3 +387,57 @@ func TestCertificateSigningRequestsV1beta1(t *testing.T) {
 		t.Errorf("v1beta1 list by signer: %v %+v", err, list)
 	}
 }
+
+// TestClusterTrustBundles: the built-in signers' CAs are published as signer-linked bundles, and
+// publishing a bundle for a signer needs "attest" on it.
+func TestClusterTrustBundles(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	bundles := s.client.CertificatesV1().ClusterTrustBundles()
+	name := "kubernetes.io:kube-apiserver-client:idplane"
+	eventually(t, "the kube-apiserver-client CA is published", func() error {
+		b, err := bundles.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if b.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName || b.Spec.TrustBundle != string(s.ca.CertPEM) {
+			return fmt.Errorf("bundle %+v, want the cluster CA for %s", b.Spec, certificatesv1.KubeAPIServerClientSignerName)
+		}
+		return nil
+	})
+	list, err := bundles.List(ctx, metav1.ListOptions{FieldSelector: "spec.signerName=" + certificatesv1.KubeletServingSignerName})
+	if err != nil || len(list.Items) != 1 {
+		t.Errorf("bundles of the kubelet-serving signer: %v, %d, want 1", err, len(list.Items))
+	}
+
+	grant(t, s, "carol", rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"clustertrustbundles"}, Verbs: []string{"create"}})
+	carol := s.user(t, "carol")
+	linked := &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "example.com:s:carol"},
+		Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.com/s", TrustBundle: string(s.ca.CertPEM)}}
+	eventually(t, "carol may create bundles", func() error {
+		_, err := carol.CertificatesV1().ClusterTrustBundles().Create(ctx, &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "carol-unlinked"},
+			Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: string(s.ca.CertPEM)}}, metav1.CreateOptions{})
+		return err
+	})
+	if _, err := carol.CertificatesV1().ClusterTrustBundles().Create(ctx, linked, metav1.CreateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "attest") {
+		t.Errorf("carol linking a bundle to a signer: got %v, want 403 naming attest", err)
+	}
+	for _, tc := range []struct {
+		name string
+		b    *certificatesv1.ClusterTrustBundle
+	}{
+		{"name without the signer prefix", &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "wrong"}, Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.com/s", TrustBundle: string(s.ca.CertPEM)}}},
+		{"a leaf certificate", &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "leaf"}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: func() string {
+			c, _, err := pki.Issue(s.ca, pki.IssueRequest{CommonName: "leaf", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, Validity: time.Hour, Now: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(c)
+		}()}}},
+		{"no PEM", &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "junk"}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: "junk"}}},
+	} {
+		if _, err := bundles.Create(ctx, tc.b, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+			t.Errorf("%s: got %v, want 422", tc.name, err)
+		}
+	}
+}

@@ -24,16 +24,25 @@ import (
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
+	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
 )
 
 // systemNamespaces exist from the first start; NamespaceLifecycle keeps the first three from
 // being deleted.
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
+// certificateControllers answer the Certificates API: the built-in signers, the kubelet-client
+// approver and the publisher of the signers' CAs.
+type certificateControllers struct {
+	signing   *csrsigning.Controller
+	approving *csrapproving.Controller
+	publisher *trustbundlepublisher.Publisher
+}
+
 // addControllers registers the built-in controllers and start-up tasks as post-start hooks; the
 // server reports ready only once every hook has returned.
 // nodeGraph is nil when mode Node is off.
-func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, signing *csrsigning.Controller, approving *csrapproving.Controller) error {
+func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, certs certificateControllers) error {
 	namespaces, err := namespacecontroller.New(client, dyn, factory.Core().V1().Namespaces())
 	if err != nil {
 		return err
@@ -63,15 +72,19 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 			return nil
 		}},
 		{"csr-signing-controller", func(ctx context.Context) error {
-			go signing.Run(ctx, 2)
+			go certs.signing.Run(ctx, 2)
 			return nil
 		}},
 		{"csr-approving-controller", func(ctx context.Context) error {
-			go approving.Run(ctx, 1)
+			go certs.approving.Run(ctx, 1)
 			return nil
 		}},
 		{"csr-cleaner", func(ctx context.Context) error {
 			go cleaner.Run(ctx)
+			return nil
+		}},
+		{"trust-bundle-publisher", func(ctx context.Context) error {
+			go certs.publisher.Run(ctx)
 			return nil
 		}},
 	}

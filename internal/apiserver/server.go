@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/emicklei/go-restful/v3"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -265,8 +267,13 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	for _, g := range served {
 		resourceConfig.EnableVersions(g.gv)
 	}
+	encoding := serverstorage.NewDefaultResourceEncodingConfig(Scheme)
+	// The library would store ClusterTrustBundles as v1beta1 until v1 is old enough to roll back
+	// to; idplane stores what it serves as preferred, and has no older release to roll back to.
+	encoding.SetResourceEncoding(certificatesv1.Resource("clustertrustbundles"), certificatesv1.SchemeGroupVersion,
+		schema.GroupVersion{Group: certificatesv1.GroupName, Version: runtime.APIVersionInternal})
 	storageFactory := serverstorage.NewDefaultStorageFactory(etcdOpts.StorageConfig, etcdOpts.DefaultStorageMediaType,
-		Codecs, serverstorage.NewDefaultResourceEncodingConfig(Scheme), resourceConfig, nil)
+		Codecs, encoding, resourceConfig, nil)
 	// CRDs are never stored; JSON keeps the storage factory from asking for a protobuf codec.
 	storageFactory.SetSerializer(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "application/json", nil)
 	if err := etcdOpts.ApplyWithStorageFactoryTo(storageFactory, cfg); err != nil {
@@ -294,7 +301,7 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	signing, err := csrSigningController(o, client, informerFactory)
+	signing, publisher, err := csrSigningController(o, client, informerFactory)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +309,7 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, signing, approving); err != nil {
+	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, certificateControllers{signing, approving, publisher}); err != nil {
 		return nil, err
 	}
 	return &preparedServer{

@@ -114,3 +114,14 @@ func csrCondition(csr *certificatesv1.CertificateSigningRequest) string {
 	}
 	return status
 }
+
+// ClusterTrustBundles prints bundles as NAME SIGNERNAME.
+var ClusterTrustBundles = New(
+	[]metav1.TableColumnDefinition{
+		nameColumn,
+		{Name: "SignerName", Type: "string", Description: certificatesv1.ClusterTrustBundleSpec{}.SwaggerDoc()["signerName"]},
+	},
+	func(b *certificatesv1.ClusterTrustBundle) ([]any, error) {
+		return []any{b.Name, orNone(b.Spec.SignerName)}, nil
+	},
+)

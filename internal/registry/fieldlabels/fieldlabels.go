@@ -94,6 +94,9 @@ func init() {
 	add(kind{certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), false, &certificatesv1.CertificateSigningRequest{}, func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 	}})
+	add(kind{certificatesv1.SchemeGroupVersion.WithKind("ClusterTrustBundle"), false, &certificatesv1.ClusterTrustBundle{}, func(o runtime.Object) fields.Set {
+		return fields.Set{"spec.signerName": o.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
+	}})
 	// Selectors on v1beta1 lists name the same fields; the objects filtered are the stored v1 ones.
 	add(kind{certificatesv1beta1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), false, &certificatesv1.CertificateSigningRequest{}, func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}

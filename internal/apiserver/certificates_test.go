@@ -28,11 +28,17 @@ import (
 // csrPEM is a fresh P-256 certificate request for subject cn/orgs.
 func csrPEM(t *testing.T, cn string, orgs ...string) []byte {
 	t.Helper()
+	return csrPEMWithSANs(t, cn, orgs, nil)
+}
+
+// csrPEMWithSANs is csrPEM with DNS names.
+func csrPEMWithSANs(t *testing.T, cn string, orgs, dnsNames []string) []byte {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}, DNSNames: dnsNames}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +277,33 @@ func TestBuiltInSigners(t *testing.T) {
 	}
 	if lifetime := cert.NotAfter.Sub(cert.NotBefore); lifetime < time.Hour || lifetime > time.Hour+10*time.Minute {
 		t.Errorf("lifetime %v, want the hour asked for plus the backdate", lifetime)
+	}
+
+	// The design's other two built-in flows, approved by hand: a kubelet serving certificate for
+	// the node's names, and an API client certificate for a user.
+	verify := func(c *certificatesv1.CertificateSigningRequest, usage x509.ExtKeyUsage, dnsName string) *x509.Certificate {
+		t.Helper()
+		block, _ := pem.Decode(c.Status.Certificate)
+		if block == nil {
+			t.Fatalf("%s: certificate is not PEM", c.Name)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: dnsName, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			t.Errorf("%s: does not verify against the cluster CA: %v", c.Name, err)
+		}
+		return cert
+	}
+	serving := newCSR("node1-serving", certificatesv1.KubeletServingSignerName, csrPEMWithSANs(t, "system:node:node1", []string{"system:nodes"}, []string{"node1.example.com"}))
+	serving.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
+	if cert := verify(approveAndWait(serving, issued), x509.ExtKeyUsageServerAuth, "node1.example.com"); len(cert.ExtKeyUsage) != 1 || cert.ExtKeyUsage[0] != x509.ExtKeyUsageServerAuth {
+		t.Errorf("serving certificate usages %v, want server auth only", cert.ExtKeyUsage)
+	}
+	apiClient := newCSR("alice-client", certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "alice", "devs"))
+	if cert := verify(approveAndWait(apiClient, issued), x509.ExtKeyUsageClientAuth, ""); cert.Subject.CommonName != "alice" || cert.Subject.Organization[0] != "devs" {
+		t.Errorf("API client certificate subject %v", cert.Subject)
 	}
 
 	serverUsage := newCSR("wrong-usage", certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "alice"))

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCertificateSigningRequests drives the Certificates API with stock kubectl: create a CSR,
@@ -70,6 +71,17 @@ spec:
 			t.Errorf("kubectl describe csr lacks %q:\n%s", want, out)
 		}
 	}
+	// The built-in signers' CAs are discoverable through the API.
+	eventually(t, 30*time.Second, func() error {
+		out, err := s.kubectlErr("get", "clustertrustbundles")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "kubernetes.io:kube-apiserver-client:idplane") || !strings.Contains(out, "SIGNERNAME") {
+			return fmt.Errorf("kubectl get clustertrustbundles:\n%s", out)
+		}
+		return nil
+	})
 	// Approving a denied request is refused: the two conditions exclude each other.
 	if out, err := s.kubectlErr("certificate", "approve", "bob"); err == nil {
 		t.Errorf("approving a denied CSR succeeded: %s", out)

@@ -250,9 +250,13 @@ func TestEscalationPrevention(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "secret-admin"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "erin"}},
 	}
-	if _, err := dave.RoleBindings("dev").Create(ctx, binding, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("binding a role he does not hold: got %v, want Forbidden", err)
-	}
+	// Until the index has the new role, the guard cannot find it (404); then it refuses (403).
+	eventually(t, "binding a role he does not hold is refused", func() error {
+		if _, err := dave.RoleBindings("dev").Create(ctx, binding, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			return errorf("got %v, want Forbidden", err)
+		}
+		return nil
+	})
 
 	mustCreate(t, rbac.Roles("dev").Create, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "may-bind-and-escalate"},

@@ -10,7 +10,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/idplane/idplane/internal/admission/certificates/signerauthz"
 )
@@ -25,8 +24,7 @@ func Register(plugins *admission.Plugins) {
 
 // Plugin checks writes to certificatesigningrequests/approval.
 type Plugin struct {
-	*admission.Handler
-	authz authorizer.Authorizer
+	signerauthz.Plugin
 }
 
 var (
@@ -36,18 +34,7 @@ var (
 )
 
 // New returns a plugin that still needs its authorizer.
-func New() *Plugin { return &Plugin{Handler: admission.NewHandler(admission.Update)} }
-
-// SetAuthorizer takes the server's authorizer.
-func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authz = a }
-
-// ValidateInitialization fails when the authorizer was never given.
-func (p *Plugin) ValidateInitialization() error {
-	if p.authz == nil {
-		return fmt.Errorf("%s requires an authorizer", PluginName)
-	}
-	return nil
-}
+func New() *Plugin { return &Plugin{signerauthz.NewPlugin(PluginName, admission.Update)} }
 
 // Validate refuses an update of /approval by a user who may not approve for the CSR's signer.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
@@ -58,5 +45,5 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if !ok {
 		return admission.NewForbidden(a, fmt.Errorf("expected a CertificateSigningRequest, got %T", a.GetObject()))
 	}
-	return signerauthz.Check(ctx, p.authz, a, a.GetUserInfo(), "approve", csr.Spec.SignerName)
+	return signerauthz.Check(ctx, p.Authorizer, a, a.GetUserInfo(), "approve", csr.Spec.SignerName)
 }

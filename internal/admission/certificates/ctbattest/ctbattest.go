@@ -10,7 +10,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/idplane/idplane/internal/admission/certificates/signerauthz"
 )
@@ -25,8 +24,7 @@ func Register(plugins *admission.Plugins) {
 
 // Plugin checks creates and updates of clustertrustbundles.
 type Plugin struct {
-	*admission.Handler
-	authz authorizer.Authorizer
+	signerauthz.Plugin
 }
 
 var (
@@ -36,17 +34,8 @@ var (
 )
 
 // New returns a plugin that still needs its authorizer.
-func New() *Plugin { return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update)} }
-
-// SetAuthorizer takes the server's authorizer.
-func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authz = a }
-
-// ValidateInitialization fails when the authorizer was never given.
-func (p *Plugin) ValidateInitialization() error {
-	if p.authz == nil {
-		return fmt.Errorf("%s requires an authorizer", PluginName)
-	}
-	return nil
+func New() *Plugin {
+	return &Plugin{signerauthz.NewPlugin(PluginName, admission.Create, admission.Update)}
 }
 
 // Validate refuses a signer-linked bundle from a user who may not attest for its signer. An update
@@ -66,5 +55,5 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		old.Spec.SignerName == b.Spec.SignerName && old.Spec.TrustBundle == b.Spec.TrustBundle {
 		return nil
 	}
-	return signerauthz.Check(ctx, p.authz, a, a.GetUserInfo(), "attest", b.Spec.SignerName)
+	return signerauthz.Check(ctx, p.Authorizer, a, a.GetUserInfo(), "attest", b.Spec.SignerName)
 }

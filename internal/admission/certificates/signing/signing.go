@@ -11,7 +11,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/idplane/idplane/internal/admission/certificates/signerauthz"
 )
@@ -26,8 +25,7 @@ func Register(plugins *admission.Plugins) {
 
 // Plugin checks writes to certificatesigningrequests/status.
 type Plugin struct {
-	*admission.Handler
-	authz authorizer.Authorizer
+	signerauthz.Plugin
 }
 
 var (
@@ -37,18 +35,7 @@ var (
 )
 
 // New returns a plugin that still needs its authorizer.
-func New() *Plugin { return &Plugin{Handler: admission.NewHandler(admission.Update)} }
-
-// SetAuthorizer takes the server's authorizer.
-func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authz = a }
-
-// ValidateInitialization fails when the authorizer was never given.
-func (p *Plugin) ValidateInitialization() error {
-	if p.authz == nil {
-		return fmt.Errorf("%s requires an authorizer", PluginName)
-	}
-	return nil
-}
+func New() *Plugin { return &Plugin{signerauthz.NewPlugin(PluginName, admission.Update)} }
 
 // Validate refuses a /status update that changes the certificate or the conditions by a user who
 // may not sign for the CSR's signer. An update that changes neither (metadata only) passes.
@@ -65,5 +52,5 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		apiequality.Semantic.DeepEqual(csr.Status.Conditions, old.Status.Conditions) {
 		return nil
 	}
-	return signerauthz.Check(ctx, p.authz, a, a.GetUserInfo(), "sign", old.Spec.SignerName)
+	return signerauthz.Check(ctx, p.Authorizer, a, a.GetUserInfo(), "sign", old.Spec.SignerName)
 }

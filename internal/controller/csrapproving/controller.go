@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
@@ -22,9 +20,9 @@ import (
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/controller/keyworker"
 )
 
 // Controller approves the kubelet client CSRs its rules allow.
@@ -78,31 +76,7 @@ func undecidedKubeletClient(csr *certificatesv1.CertificateSigningRequest) bool 
 
 // Run approves until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for {
-		name, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, name); err != nil {
-			klog.ErrorS(err, "Approving certificate signing request", "csr", name)
-			c.queue.AddRateLimited(name)
-		} else {
-			c.queue.Forget(name)
-		}
-		c.queue.Done(name)
-	}
+	keyworker.Run(ctx, c.queue, c.synced, workers, "Approving certificate signing request", c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

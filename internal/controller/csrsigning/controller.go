@@ -12,17 +12,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/controller/keyworker"
 )
 
 // Signer is one signer the controller answers for: its rules and its CA.
@@ -96,31 +94,7 @@ func (c *Controller) wants(csr *certificatesv1.CertificateSigningRequest) bool {
 
 // Run signs until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for {
-		name, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		if err := c.sync(ctx, name); err != nil {
-			klog.ErrorS(err, "Signing certificate signing request", "csr", name)
-			c.queue.AddRateLimited(name)
-		} else {
-			c.queue.Forget(name)
-		}
-		c.queue.Done(name)
-	}
+	keyworker.Run(ctx, c.queue, c.synced, workers, "Signing certificate signing request", c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

@@ -72,7 +72,9 @@ func checkHTTPSURL(s string) error {
 }
 
 // ConfigurationHandler serves the OpenID provider configuration.
-func (d *Discovery) ConfigurationHandler() http.Handler { return document(d.config, "application/json") }
+func (d *Discovery) ConfigurationHandler() http.Handler {
+	return document(d.config, "application/json")
+}
 
 // JWKSHandler serves the key set.
 func (d *Discovery) JWKSHandler() http.Handler { return document(d.jwks, "application/jwk-set+json") }

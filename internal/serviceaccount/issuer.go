@@ -7,8 +7,8 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	corev1 "k8s.io/api/core/v1"
-	apiserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	apiserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/utils/clock"
 )
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/idplane/idplane/internal/registry/apiextensions/customresourcedefinition"
 	"github.com/idplane/idplane/internal/registry/authentication/selfsubjectreview"
+	"github.com/idplane/idplane/internal/registry/authentication/tokenreview"
 	"github.com/idplane/idplane/internal/registry/authorization/localsubjectaccessreview"
 	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectaccessreview"
 	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectrulesreview"
@@ -46,6 +48,10 @@ type apiDeps struct {
 	rules      authorizer.RuleResolver
 	// guard refuses roles and bindings that would grant more than their author holds.
 	guard *escalation.Guard
+	// authn and audiences judge the tokens of TokenReviews; tokens answers TokenRequests.
+	authn     authenticator.Request
+	audiences authenticator.Audiences
+	tokens    serviceaccount.TokenConfig
 }
 
 type restConstructor func(apiDeps) (map[string]rest.Storage, error)
@@ -55,6 +61,8 @@ type apiGroup struct {
 	// versions are served in order of preference. Every version shares the group's storage.
 	versions  []apiVersion
 	resources []restConstructor
+	// linked builds storage that reads the group's other resources' storage.
+	linked func(apiDeps, map[string]rest.Storage) map[string]rest.Storage
 }
 
 type apiVersion struct {
@@ -87,9 +95,20 @@ var groups = []apiGroup{
 		stored(namespace.NewREST), stored(node.NewREST), stored(pod.NewREST), stored(secret.NewREST),
 		stored(configmap.NewREST), stored(serviceaccount.NewREST), stored(persistentvolume.NewREST),
 		stored(persistentvolumeclaim.NewREST), stored(event.NewREST),
+	}, func(d apiDeps, core map[string]rest.Storage) map[string]rest.Storage {
+		getters := serviceaccount.Getters{
+			ServiceAccounts: core["serviceaccounts"].(rest.Getter), Pods: core["pods"].(rest.Getter),
+			Secrets: core["secrets"].(rest.Getter), Nodes: core["nodes"].(rest.Getter),
+		}
+		return map[string]rest.Storage{"serviceaccounts/token": serviceaccount.NewTokenREST(d.tokens, getters)}
 	}},
-	{"coordination.k8s.io", v("v1"), []restConstructor{stored(lease.NewREST)}},
-	{"authentication.k8s.io", v("v1"), []restConstructor{static("selfsubjectreviews", &selfsubjectreview.REST{})}},
+	{"coordination.k8s.io", v("v1"), []restConstructor{stored(lease.NewREST)}, nil},
+	{"authentication.k8s.io", v("v1"), []restConstructor{
+		static("selfsubjectreviews", &selfsubjectreview.REST{}),
+		func(d apiDeps) (map[string]rest.Storage, error) {
+			return map[string]rest.Storage{"tokenreviews": tokenreview.NewREST(d.authn, d.audiences)}, nil
+		},
+	}, nil},
 	{"authorization.k8s.io", v("v1"), []restConstructor{func(d apiDeps) (map[string]rest.Storage, error) {
 		return map[string]rest.Storage{
 			"subjectaccessreviews":      subjectaccessreview.NewREST(d.authorizer),
@@ -97,14 +116,14 @@ var groups = []apiGroup{
 			"localsubjectaccessreviews": localsubjectaccessreview.NewREST(d.authorizer),
 			"selfsubjectrulesreviews":   selfsubjectrulesreview.NewREST(d.rules),
 		}, nil
-	}}},
+	}}, nil},
 	{"rbac.authorization.k8s.io", v("v1"), []restConstructor{
 		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
-	}},
+	}, nil},
 	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests"}}},
-		[]restConstructor{stored(certificatesigningrequest.NewREST), stored(clustertrustbundle.NewREST)}},
-	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}},
-	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}},
+		[]restConstructor{stored(certificatesigningrequest.NewREST), stored(clustertrustbundle.NewREST)}, nil},
+	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}, nil},
+	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}, nil},
 }
 
 func stored(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)) restConstructor {
@@ -129,6 +148,11 @@ func installAPIs(srv *genericapiserver.GenericAPIServer, d apiDeps) error {
 				return err
 			}
 			for path, s := range resources {
+				storage[path] = s
+			}
+		}
+		if g.linked != nil {
+			for path, s := range g.linked(d, storage) {
 				storage[path] = s
 			}
 		}

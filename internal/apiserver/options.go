@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -33,13 +35,45 @@ type Options struct {
 	AuthorizationModes []string
 	TokenAuthFile      string
 	AnonymousAuth      bool
-	Admission          *genericoptions.AdmissionOptions
+	// AuthenticationConfigFile is an AuthenticationConfiguration whose anonymous section may open
+	// chosen paths (health, OIDC discovery) to anonymous requests.
+	AuthenticationConfigFile string
+	Admission                *genericoptions.AdmissionOptions
+
+	ServiceAccounts ServiceAccountOptions
 
 	// ClusterSigningDuration caps the lifetime of certificates the built-in signers issue.
 	ClusterSigningDuration time.Duration
 	// ClusterSigningFiles are, per built-in signer flag prefix, the CA certificate and key files;
 	// empty means the cluster CA in <data-dir>/pki.
 	ClusterSigningFiles map[string]*SigningFiles
+}
+
+// ServiceAccountOptions are the service-account token settings.
+type ServiceAccountOptions struct {
+	// SigningKeyFile signs new tokens; empty means <data-dir>/pki/sa.key.
+	SigningKeyFile string
+	// KeyFiles hold further public keys whose tokens are still accepted, for key rotation.
+	KeyFiles []string
+	// Issuers: the first names new tokens, all are accepted. Empty means the server's own URL.
+	Issuers []string
+	// APIAudiences are the audiences the server identifies as; empty means the issuers.
+	APIAudiences []string
+	// MaxTokenExpiration, when set, shortens longer TokenRequests to it.
+	MaxTokenExpiration time.Duration
+	// ExtendTokenExpiration issues the admission plugin's pod tokens for a year, warning after the
+	// requested hour.
+	ExtendTokenExpiration bool
+	// JWKSURI overrides where discovery says the key set is.
+	JWKSURI string
+}
+
+// maxTokenExpiration is the longest lifetime a token's 32-bit times can express.
+const maxTokenExpiration = (1 << 32) * time.Second
+
+func isURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme != "" && u.Host != ""
 }
 
 // SigningFiles are one built-in signer's CA files.
@@ -61,6 +95,7 @@ func NewOptions() *Options {
 		SecurePort:             6443,
 		AuthorizationModes:     append([]string(nil), authz.DefaultModes...),
 		Admission:              admission.NewOptions(),
+		ServiceAccounts:        ServiceAccountOptions{ExtendTokenExpiration: true},
 		ClusterSigningDuration: 365 * 24 * time.Hour,
 		ClusterSigningFiles: func() map[string]*SigningFiles {
 			m := map[string]*SigningFiles{}
@@ -84,6 +119,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes, fmt.Sprintf("Ordered authorizers; the first to allow or deny decides (known: %v). Group system:masters is always allowed.", authz.Modes()))
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Treat requests without credentials as user system:anonymous instead of refusing them.")
+	fs.StringVar(&o.AuthenticationConfigFile, "authentication-config", o.AuthenticationConfigFile, "AuthenticationConfiguration file (apiserver.config.k8s.io/v1); its anonymous section may allow anonymous requests on listed paths only. Excludes --anonymous-auth.")
+	sa := &o.ServiceAccounts
+	fs.StringVar(&sa.SigningKeyFile, "service-account-signing-key-file", sa.SigningKeyFile, "PEM private key (ECDSA or RSA) that signs service-account tokens (default <data-dir>/pki/sa.key, created at first start).")
+	fs.StringArrayVar(&sa.KeyFiles, "service-account-key-file", sa.KeyFiles, "PEM file of public keys (or certificates) whose service-account tokens are still accepted, for key rotation. Repeatable.")
+	fs.StringArrayVar(&sa.Issuers, "service-account-issuer", sa.Issuers, "Issuer of service-account tokens; the first names new tokens, every one given is accepted. Repeatable (default https://<bind-address>:<port>).")
+	fs.StringSliceVar(&sa.APIAudiences, "api-audiences", sa.APIAudiences, "Audiences of the API: tokens must name one of them (default: the service-account issuers).")
+	fs.DurationVar(&sa.MaxTokenExpiration, "service-account-max-token-expiration", sa.MaxTokenExpiration, "Longest lifetime of a requested service-account token; longer requests are shortened (0: no limit).")
+	fs.BoolVar(&sa.ExtendTokenExpiration, "service-account-extend-token-expiration", sa.ExtendTokenExpiration, "Issue the tokens the ServiceAccount admission plugin requests for pods (3607 s) for a year, with a warnafter claim at the requested expiry.")
+	fs.StringVar(&sa.JWKSURI, "service-account-jwks-uri", sa.JWKSURI, "URL of the key set published in OIDC discovery, when relying parties fetch it elsewhere than from this server (https).")
 	o.Admission.AddFlags(fs)
 	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest lifetime of a certificate the built-in kubernetes.io signers issue; a CSR's expirationSeconds can only shorten it.")
 	for _, s := range clusterSigners {
@@ -120,6 +164,17 @@ func (o *Options) Validate() error {
 			"enable NodeRestriction or leave Node out of --authorization-mode"))
 	}
 	errs = append(errs, o.Admission.Validate()...)
+	if d := o.ServiceAccounts.MaxTokenExpiration; d != 0 && (d < time.Hour || d > maxTokenExpiration) {
+		errs = append(errs, fmt.Errorf("--service-account-max-token-expiration %v must be between 1h and 2^32 seconds", d))
+	}
+	for _, iss := range o.ServiceAccounts.Issuers {
+		if iss == "" || (strings.Contains(iss, ":") && !isURL(iss)) {
+			errs = append(errs, fmt.Errorf("--service-account-issuer %q must be a URL or a string without colons", iss))
+		}
+	}
+	if o.AnonymousAuth && o.AuthenticationConfigFile != "" {
+		errs = append(errs, errors.New("--anonymous-auth and --authentication-config exclude each other: configure anonymous access in the file"))
+	}
 	if o.ClusterSigningDuration <= 0 {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration %v must be positive", o.ClusterSigningDuration))
 	}

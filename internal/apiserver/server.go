@@ -116,6 +116,10 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
 		return nil, err
 	}
+	tokens, err := serviceAccountTokens(o, files, url)
+	if err != nil {
+		return nil, err
+	}
 	adminCert, adminKey, err := pki.EnsureAdminCert(files, ca, now)
 	if err != nil {
 		return nil, err
@@ -140,7 +144,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, done: make(chan struct{})}
 	prepared, err := build(ctx, o, buildInput{
 		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
-		etcdServers: etcdServers,
+		etcdServers: etcdServers, tokens: tokens,
 	})
 	if err != nil {
 		if etcd != nil {
@@ -165,6 +169,7 @@ type buildInput struct {
 	servingCert, servingKey []byte
 	caPEM                   []byte
 	etcdServers             []string
+	tokens                  *tokenSettings
 }
 
 func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, err error) {
@@ -204,9 +209,25 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	}
 	informerFactory := informers.NewSharedInformerFactory(client, 10*time.Minute)
 
-	cfg.Authentication.Authenticator, err = authn.New(authn.Config{
+	tokens, err := in.tokens.build(client, informerFactory)
+	if err != nil {
+		return nil, err
+	}
+	authnConfig := authn.Config{
 		ClientCA: clientCA, TokenAuthFile: o.TokenAuthFile, Anonymous: o.AnonymousAuth,
-	})
+		ServiceAccounts: tokens.authenticator, APIAudiences: in.tokens.audiences,
+	}
+	if o.AuthenticationConfigFile != "" {
+		anonymous, err := authn.LoadConfigFile(o.AuthenticationConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		if anonymous != nil {
+			authnConfig.Anonymous, authnConfig.AnonymousPaths = anonymous.Enabled, anonymous.Paths
+		}
+	}
+	cfg.Authentication.APIAudiences = in.tokens.audiences
+	cfg.Authentication.Authenticator, err = authn.New(authnConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -292,11 +313,17 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if nodeAuthz != nil {
 		srv.Handler.NonGoRestfulMux.HandleFunc(nodePathURL, nodePathHandler(nodeAuthz))
 	}
+	if err := in.tokens.installDiscovery(srv, cfg.ExternalAddress); err != nil {
+		return nil, err
+	}
 	err = installAPIs(srv, apiDeps{
 		optsGetter: cfg.RESTOptionsGetter,
 		authorizer: cfg.Authorization.Authorizer,
 		rules:      cfg.RuleResolver,
 		guard:      &escalation.Guard{Authorizer: cfg.Authorization.Authorizer, Rules: rbacIndex},
+		authn:      cfg.Authentication.Authenticator,
+		audiences:  in.tokens.audiences,
+		tokens:     tokens.config,
 	})
 	if err != nil {
 		return nil, err

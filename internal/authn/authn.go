@@ -1,10 +1,12 @@
 // Package authn assembles the request authenticators: x509 client certificates (CN is the user,
-// O the groups), an optional static token file, and anonymous access only when enabled.
+// O the groups), service-account tokens, an optional static token file, and anonymous access only
+// when enabled, everywhere or on listed paths.
 package authn
 
 import (
 	"fmt"
 
+	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/anonymous"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 )
 
@@ -21,8 +24,14 @@ type Config struct {
 	ClientCA dynamiccertificates.CAContentProvider
 	// TokenAuthFile is a static token CSV (token,user,uid,"group1,group2"), or empty.
 	TokenAuthFile string
+	// ServiceAccounts authenticates service-account tokens, or is nil.
+	ServiceAccounts authenticator.Token
+	// APIAudiences are the audiences of tokens that name none (static tokens).
+	APIAudiences authenticator.Audiences
 	// Anonymous lets requests with no credentials through as system:anonymous.
 	Anonymous bool
+	// AnonymousPaths, when Anonymous is set, limits anonymous access to these paths.
+	AnonymousPaths []string
 }
 
 // New returns the request authenticator. Every authenticated user also gets the group
@@ -32,18 +41,31 @@ func New(c Config) (authenticator.Request, error) {
 	if c.ClientCA != nil {
 		auths = append(auths, x509.NewDynamic(c.ClientCA.VerifyOptions, x509.CommonNameUserConversion))
 	}
+	var tokens []authenticator.Token
+	if c.ServiceAccounts != nil {
+		tokens = append(tokens, c.ServiceAccounts)
+	}
 	if c.TokenAuthFile != "" {
-		tokens, err := tokenfile.NewCSV(c.TokenAuthFile)
+		static, err := tokenfile.NewCSV(c.TokenAuthFile)
 		if err != nil {
 			return nil, fmt.Errorf("loading token file %s: %w", c.TokenAuthFile, err)
 		}
-		auths = append(auths, bearertoken.New(tokens))
+		// Static tokens name no audience: they are good for the API server's own.
+		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(c.APIAudiences, static))
+	}
+	if len(tokens) > 0 {
+		// A token one authenticator refuses with a reason stays refused: no other may claim it.
+		auths = append(auths, bearertoken.New(tokenunion.NewFailOnError(tokens...)))
 	}
 	var auth authenticator.Request = group.NewAuthenticatedGroupAdder(union.New(auths...))
 	if c.Anonymous {
 		// Anonymous applies only when no other authenticator recognised the request; a request
 		// with bad credentials stays refused.
-		auth = union.NewFailOnError(auth, anonymous.NewAuthenticator(nil))
+		var conditions []apiserver.AnonymousAuthCondition
+		for _, p := range c.AnonymousPaths {
+			conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
+		}
+		auth = union.NewFailOnError(auth, anonymous.NewAuthenticator(conditions))
 	}
 	return auth, nil
 }

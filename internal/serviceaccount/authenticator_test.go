@@ -143,31 +143,30 @@ func decodeClaims(t *testing.T, raw string) map[string]any {
 
 func TestIssuedClaims(t *testing.T) {
 	f := newFixture(t, ecKey(t))
-	warn := testNow.Add(3607 * time.Second)
 	cases := []struct {
 		name      string
 		binding   Binding
-		warnAfter *time.Time
+		warnAfter time.Duration
 		want      map[string]any
 	}{
-		{"unbound", Binding{ServiceAccount: testSA}, nil, map[string]any{
+		{"unbound", Binding{ServiceAccount: testSA}, 0, map[string]any{
 			"namespace": "ns", "serviceaccount": map[string]any{"name": "sa", "uid": "sa-uid"},
 		}},
-		{"pod with its node", Binding{ServiceAccount: testSA, Pod: testPod, Node: testNode}, nil, map[string]any{
+		{"pod with its node", Binding{ServiceAccount: testSA, Pod: testPod, Node: testNode}, 0, map[string]any{
 			"namespace": "ns", "serviceaccount": map[string]any{"name": "sa", "uid": "sa-uid"},
 			"pod": map[string]any{"name": "pod", "uid": "pod-uid"}, "node": map[string]any{"name": "node", "uid": "node-uid"},
 		}},
-		{"secret", Binding{ServiceAccount: testSA, Secret: testSecret}, nil, map[string]any{
+		{"secret", Binding{ServiceAccount: testSA, Secret: testSecret}, 0, map[string]any{
 			"namespace": "ns", "serviceaccount": map[string]any{"name": "sa", "uid": "sa-uid"},
 			"secret": map[string]any{"name": "secret", "uid": "secret-uid"},
 		}},
-		{"node", Binding{ServiceAccount: testSA, Node: testNode}, nil, map[string]any{
+		{"node", Binding{ServiceAccount: testSA, Node: testNode}, 0, map[string]any{
 			"namespace": "ns", "serviceaccount": map[string]any{"name": "sa", "uid": "sa-uid"},
 			"node": map[string]any{"name": "node", "uid": "node-uid"},
 		}},
-		{"warnafter", Binding{ServiceAccount: testSA}, &warn, map[string]any{
+		{"warnafter", Binding{ServiceAccount: testSA}, 3607 * time.Second, map[string]any{
 			"namespace": "ns", "serviceaccount": map[string]any{"name": "sa", "uid": "sa-uid"},
-			"warnafter": float64(warn.Unix()),
+			"warnafter": float64(testNow.Add(3607 * time.Second).Unix()),
 		}},
 	}
 	for _, tc := range cases {

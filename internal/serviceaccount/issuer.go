@@ -40,9 +40,9 @@ type TokenRequest struct {
 	Binding   Binding
 	Audiences []string
 	Lifetime  time.Duration
-	// WarnAfter, when set, marks a token issued for longer than asked: past it, using the token is
-	// counted as stale, so that clients that never refresh can be found.
-	WarnAfter *time.Time
+	// WarnAfter, when positive, marks a token issued for longer than asked: this long after issue,
+	// using the token is counted as stale, so that clients that never refresh can be found.
+	WarnAfter time.Duration
 }
 
 // Token is a signed token and what a caller reports about it.
@@ -70,8 +70,8 @@ func (i *Issuer) Issue(r TokenRequest) (Token, error) {
 		ID:        id,
 	}
 	private := privateClaims{Kubernetes: r.Binding.claims()}
-	if r.WarnAfter != nil {
-		private.Kubernetes.WarnAfter = jwt.NewNumericDate(*r.WarnAfter)
+	if r.WarnAfter > 0 {
+		private.Kubernetes.WarnAfter = jwt.NewNumericDate(now.Add(r.WarnAfter))
 	}
 	raw, err := jwt.Signed(i.signer).Claims(public).Claims(private).Serialize()
 	if err != nil {

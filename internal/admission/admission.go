@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/idplane/idplane/internal/admission/certificates/approval"
@@ -56,4 +57,21 @@ func Enabled(o *genericoptions.AdmissionOptions, name string) bool {
 		return true
 	}
 	return !o.DefaultOffPlugins.Has(name) && !slices.Contains(o.DisablePlugins, name)
+}
+
+// WantsAPIAudiences is a plugin that needs the audiences the server identifies as.
+type WantsAPIAudiences interface {
+	SetAPIAudiences(authenticator.Audiences)
+}
+
+var _ WantsAPIAudiences = (*noderestriction.Plugin)(nil)
+
+// AudiencesInitializer gives plugins the API audiences.
+type AudiencesInitializer authenticator.Audiences
+
+// Initialize implements the library's plugin initializer.
+func (i AudiencesInitializer) Initialize(p admission.Interface) {
+	if w, ok := p.(WantsAPIAudiences); ok {
+		w.SetAPIAudiences(authenticator.Audiences(i))
+	}
 }

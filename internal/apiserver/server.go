@@ -33,6 +33,7 @@ import (
 	"k8s.io/component-base/compatibility"
 	"k8s.io/klog/v2"
 
+	"github.com/idplane/idplane/internal/admission"
 	"github.com/idplane/idplane/internal/authn"
 	"github.com/idplane/idplane/internal/authz"
 	"github.com/idplane/idplane/internal/authz/node"
@@ -301,7 +302,8 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 		return nil, fmt.Errorf("configuring etcd storage: %w", err)
 	}
 
-	if err := o.Admission.ApplyTo(cfg, informerFactory, client, dyn, cfg.FeatureGate, cfg.EffectiveVersion); err != nil {
+	if err := o.Admission.ApplyTo(cfg, informerFactory, client, dyn, cfg.FeatureGate, cfg.EffectiveVersion,
+		admission.AudiencesInitializer(in.tokens.audiences)); err != nil {
 		return nil, fmt.Errorf("configuring admission: %w", err)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/client-go/informers"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 
@@ -36,6 +37,8 @@ type Plugin struct {
 	*admission.Handler
 	pods  corev1listers.PodLister
 	nodes corev1listers.NodeLister
+	// apiAudiences are the audiences of a projected token source that names none.
+	apiAudiences authenticator.Audiences
 }
 
 var (
@@ -60,10 +63,16 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 	p.SetReadyFunc(func() bool { return podsSynced() && nodesSynced() })
 }
 
-// ValidateInitialization fails when the informer factory was never given.
+// SetAPIAudiences takes the audiences the server identifies as.
+func (p *Plugin) SetAPIAudiences(a authenticator.Audiences) { p.apiAudiences = a }
+
+// ValidateInitialization fails when the informer factory or the API audiences were never given.
 func (p *Plugin) ValidateInitialization() error {
 	if p.pods == nil || p.nodes == nil {
 		return fmt.Errorf("%s requires a pod and a node lister", PluginName)
+	}
+	if len(p.apiAudiences) == 0 {
+		return fmt.Errorf("%s requires the API audiences", PluginName)
 	}
 	return nil
 }

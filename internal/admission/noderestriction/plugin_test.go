@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -128,6 +129,7 @@ func newPlugin(t *testing.T, objs ...runtime.Object) *Plugin {
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
 	p := New()
 	p.SetExternalKubeInformerFactory(factory)
+	p.SetAPIAudiences(authenticator.Audiences{apiAudience})
 	if err := p.ValidateInitialization(); err != nil {
 		t.Fatal(err)
 	}
@@ -471,17 +473,35 @@ func TestPVCStatus(t *testing.T) {
 	})
 }
 
+// apiAudience is the audience the server identifies as in these tests.
+const apiAudience = "https://idplane.test"
+
 func TestServiceAccountToken(t *testing.T) {
-	p := newPlugin(t, cachedObjects()...)
-	token := func(ref *authenticationv1.BoundObjectReference) request {
-		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"aud"}, BoundObjectRef: ref}}
+	tokenSources := func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "tokens", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "api"}},
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "vault", Audience: "vault"}},
+			},
+		}}}}
+	}
+	p := newPlugin(t, append(cachedObjects(), pod("tokenpod", "mynode", tokenSources))...)
+	tokenFor := func(ref *authenticationv1.BoundObjectReference, audiences ...string) request {
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences, BoundObjectRef: ref}}
 		return request{obj: tr, gvr: accountsGVR, subresource: "token", namespace: "ns", name: "default", op: admission.Create, user: myNode}
 	}
+	token := func(ref *authenticationv1.BoundObjectReference) request { return tokenFor(ref, "vault") }
 	podRef := func(name, uid string) *authenticationv1.BoundObjectReference {
 		return &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: name, UID: types.UID(uid)}
 	}
+	tokenPod := podRef("tokenpod", "tokenpod-uid")
 	run(t, p, []testCase{
-		{"token bound to a pod on itself", token(podRef("mypod", "mypod-uid")), allowed},
+		{"token bound to a pod on itself", token(tokenPod), allowed},
+		{"audience of a source without one: the API's", tokenFor(tokenPod, apiAudience), allowed},
+		{"both audiences the pod names", tokenFor(tokenPod, "vault", apiAudience), allowed},
+		{"audience the pod never names", tokenFor(tokenPod, "elsewhere"), denied(`audience "elsewhere", which no serviceAccountToken volume source of pod ns/tokenpod names`)},
+		{"one audience the pod never names among others", tokenFor(tokenPod, "vault", "elsewhere"), denied(`audience "elsewhere"`)},
+		{"pod without token sources", tokenFor(podRef("mypod", "mypod-uid"), apiAudience), denied(`audience "https://idplane.test", which no serviceAccountToken volume source of pod ns/mypod names`)},
 		{"token bound to no object", token(nil), denied("node requested token not bound to a pod")},
 		{"token bound to a secret", token(&authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Secret", Name: "s", UID: "u"}), denied("not bound to a pod")},
 		{"token bound to a Node", token(&authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Node", Name: "mynode", UID: "mynode-uid"}), denied("not bound to a pod")},

@@ -79,7 +79,30 @@ func (p *Plugin) admitToken(nodeName string, a admission.Attributes) error {
 	if pod.Spec.NodeName != nodeName {
 		return forbid(a, "node requested token bound to a pod scheduled on a different node")
 	}
+	for _, audience := range tr.Spec.Audiences {
+		if !p.podUsesAudience(pod, audience) {
+			return forbid(a, "node requested a token for audience %q, which no serviceAccountToken volume source of pod %s/%s names", audience, pod.Namespace, pod.Name)
+		}
+	}
 	return nil
+}
+
+// podUsesAudience says whether one of the pod's projected serviceAccountToken sources asks for
+// audience (a source without one asks for the API audiences): a node fetches a pod's tokens only to
+// write them into its volumes, so a token for any other audience is one the pod never asked for.
+func (p *Plugin) podUsesAudience(pod *corev1.Pod, audience string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			t := src.ServiceAccountToken
+			if t != nil && (t.Audience == audience || (t.Audience == "" && p.apiAudiences.Has(audience))) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // admitLease keeps a node to its own heartbeat Lease in kube-node-lease.

@@ -3,6 +3,7 @@ module github.com/idplane/idplane
 go 1.26.8
 
 require (
+	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/emicklei/go-restful/v3 v3.13.0
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/go-cmp v0.7.0

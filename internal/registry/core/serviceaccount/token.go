@@ -26,9 +26,9 @@ import (
 )
 
 // Lifetimes of the tokens the ServiceAccount admission plugin asks for on a pod's behalf: a request
-// for exactly InjectedTokenSeconds is issued for ExtendedTokenLifetime instead, with a warnafter
-// claim at the requested time, so that clients that never reread their token keep working while
-// their use is counted as stale.
+// for exactly InjectedTokenSeconds is issued for ExtendedTokenLifetime instead, whatever the maximum
+// (as upstream), with a warnafter claim at the requested time, so that clients that never reread
+// their token keep working while their use is counted as stale.
 const (
 	InjectedTokenSeconds    = 3607
 	ExtendedTokenLifetime   = 365 * 24 * time.Hour
@@ -126,9 +126,6 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	if r.extends(req, binding) {
 		issue.WarnAfter = issue.Lifetime
 		issue.Lifetime = ExtendedTokenLifetime
-		if r.config.MaxExpiration > ExtendedTokenLifetime {
-			issue.Lifetime = r.config.MaxExpiration
-		}
 	}
 	tok, err := r.config.Issuer.Issue(issue)
 	if err != nil {

@@ -24,6 +24,8 @@ import (
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
+	"github.com/idplane/idplane/internal/controller/rootcacertpublisher"
+	"github.com/idplane/idplane/internal/controller/serviceaccount"
 	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
 )
 
@@ -39,10 +41,32 @@ type certificateControllers struct {
 	publisher *trustbundlepublisher.Publisher
 }
 
+// namespaceContentControllers put in every active namespace what workloads there expect: the
+// default ServiceAccount and the CA that verifies the server.
+type namespaceContentControllers struct {
+	serviceAccounts *serviceaccount.Controller
+	rootCA          *rootcacertpublisher.Publisher
+}
+
+// newNamespaceContentControllers builds them on the shared informers; caPEM is the cluster CA,
+// which signs the serving certificate.
+func newNamespaceContentControllers(client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte) (namespaceContentControllers, error) {
+	core := factory.Core().V1()
+	serviceAccounts, err := serviceaccount.New(client, core.Namespaces(), core.ServiceAccounts())
+	if err != nil {
+		return namespaceContentControllers{}, fmt.Errorf("building the service account controller: %w", err)
+	}
+	rootCA, err := rootcacertpublisher.New(client, core.Namespaces(), core.ConfigMaps(), caPEM)
+	if err != nil {
+		return namespaceContentControllers{}, fmt.Errorf("building the root CA publisher: %w", err)
+	}
+	return namespaceContentControllers{serviceAccounts: serviceAccounts, rootCA: rootCA}, nil
+}
+
 // addControllers registers the built-in controllers and start-up tasks as post-start hooks; the
 // server reports ready only once every hook has returned.
 // nodeGraph is nil when mode Node is off.
-func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, certs certificateControllers) error {
+func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, content namespaceContentControllers, certs certificateControllers) error {
 	namespaces, err := namespacecontroller.New(client, dyn, factory.Core().V1().Namespaces())
 	if err != nil {
 		return err
@@ -65,6 +89,14 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, client, rbacIndex) }},
 		{"namespace-controller", func(ctx context.Context) error {
 			go namespaces.Run(ctx, 2)
+			return nil
+		}},
+		{"serviceaccount-controller", func(ctx context.Context) error {
+			go content.serviceAccounts.Run(ctx, 1)
+			return nil
+		}},
+		{"root-ca-cert-publisher", func(ctx context.Context) error {
+			go content.rootCA.Run(ctx, 1)
 			return nil
 		}},
 		{"clusterrole-aggregation-controller", func(ctx context.Context) error {

@@ -338,7 +338,11 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, certificateControllers{signing, approving, publisher}); err != nil {
+	content, err := newNamespaceContentControllers(client, informerFactory, in.caPEM)
+	if err != nil {
+		return nil, err
+	}
+	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, content, certificateControllers{signing, approving, publisher}); err != nil {
 		return nil, err
 	}
 	return &preparedServer{

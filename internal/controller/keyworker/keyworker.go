@@ -30,7 +30,10 @@ func Run(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]
 				return
 			}
 			if err := sync(ctx, key); err != nil {
-				klog.ErrorS(err, what, "key", key)
+				// A sync cut short by the stop is no failure worth logging; the queue is closing.
+				if ctx.Err() == nil {
+					klog.ErrorS(err, what, "key", key)
+				}
 				queue.AddRateLimited(key)
 			} else {
 				queue.Forget(key)

@@ -5,9 +5,12 @@ package loadphase
 
 import (
 	"context"
+	"fmt"
 	"math"
 	mathrand "math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,4 +115,17 @@ func Median(xs []float64) float64 {
 		return s[mid]
 	}
 	return (s[mid-1] + s[mid]) / 2
+}
+
+// ParseLevels reads a comma-separated list of concurrency levels, one phase each.
+func ParseLevels(s string) ([]int, error) {
+	var levels []int
+	for _, field := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("concurrency %q is not a positive number", field)
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
 }

@@ -137,3 +137,27 @@ func TestRPS(t *testing.T) {
 		})
 	}
 }
+
+func TestParseLevels(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{in: "16", want: []int{16}},
+		{in: "1, 4,16", want: []int{1, 4, 16}},
+		{in: "", wantErr: true},
+		{in: "4,", wantErr: true},
+		{in: "0", wantErr: true},
+		{in: "-2", wantErr: true},
+		{in: "eight", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseLevels(tt.in)
+			if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+				t.Errorf("ParseLevels(%q) = %v, %v; want %v, error %t", tt.in, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

@@ -3,27 +3,17 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	mathrand "math/rand/v2"
 	"os"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/idplane/idplane/bench/internal/loadclient"
-)
-
-const (
-	// namespaceGoneTimeout bounds the wait for the namespace controller to remove the load's
-	// namespace from a server the tool did not launch.
-	namespaceGoneTimeout = time.Minute
+	"github.com/idplane/idplane/bench/internal/loadphase"
 )
 
 type client struct {
@@ -54,36 +44,31 @@ func (c *client) checkReady(ctx context.Context) error {
 	return nil
 }
 
-// phaseBound says when a phase stops: after count operations when count > 0 (limit then only
-// guards against a server too slow to finish), otherwise after limit.
-type phaseBound struct {
-	count int
-	limit time.Duration
-}
-
-// operation performs the i-th request of a phase; rng belongs to the calling worker.
-type operation func(ctx context.Context, rng *mathrand.Rand, i int) error
-
 // runLoad creates the secrets in a fresh namespace and then reads them back, one phase per kind
 // of request. srv is nil when the tool did not launch the server.
 func runLoad(ctx context.Context, cfg config, c *client, srv *server) ([]phaseResult, error) {
-	ns, err := c.createNamespace(ctx)
+	ns, err := loadclient.CreateNamespace(ctx, c.cs, "apiload-")
 	if err != nil {
 		return nil, err
 	}
 	if srv == nil {
-		defer c.deleteNamespace(ns)
+		// A failed clean-up only warns: the figures are already taken.
+		defer func() {
+			if err := loadclient.DeleteNamespace(c.cs, ns); err != nil {
+				fmt.Fprintf(os.Stderr, "apiload: warning: %v\n", err)
+			}
+		}()
 	}
 	secrets := c.cs.CoreV1().Secrets(ns)
 	payload := make([]byte, cfg.secretBytes)
 	rand.Read(payload)
-	readBound := phaseBound{count: cfg.requests, limit: cfg.duration}
+	readBound := loadphase.Bound{Count: cfg.requests, Limit: cfg.duration}
 	if cfg.requests > 0 {
-		readBound.limit = cfg.phaseTimeout
+		readBound.Limit = cfg.phaseTimeout
 	}
 
 	var phases []phaseResult
-	run := func(name string, b phaseBound, op operation) error {
+	run := func(name string, b loadphase.Bound, op loadphase.Op) error {
 		fmt.Fprintf(os.Stderr, "apiload: %s\n", name)
 		p, err := runPhase(ctx, name, cfg.concurrency, b, srv, op)
 		if err != nil {
@@ -94,7 +79,7 @@ func runLoad(ctx context.Context, cfg config, c *client, srv *server) ([]phaseRe
 	}
 
 	created := make([]bool, cfg.secrets)
-	err = run("CREATE", phaseBound{count: cfg.secrets, limit: cfg.phaseTimeout}, func(ctx context.Context, _ *mathrand.Rand, i int) error {
+	err = run("CREATE", loadphase.Bound{Count: cfg.secrets, Limit: cfg.phaseTimeout}, func(ctx context.Context, _ *mathrand.Rand, i int) error {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: secretName(i)},
 			Type:       corev1.SecretTypeOpaque,
@@ -172,45 +157,9 @@ func checkCount(got, want int) error {
 	return nil
 }
 
-func (c *client) createNamespace(ctx context.Context) (string, error) {
-	suffix := make([]byte, 4)
-	rand.Read(suffix)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apiload-" + hex.EncodeToString(suffix)}}
-	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("creating namespace %s: %w", ns.Name, err)
-	}
-	return ns.Name, nil
-}
-
-// deleteNamespace removes the load's namespace from a server that outlives the tool and waits for
-// the namespace controller to empty it, so the next run measures an unburdened server. Failing
-// here only warns: the figures are already taken.
-func (c *client) deleteNamespace(ns string) {
-	ctx, cancel := context.WithTimeout(context.Background(), namespaceGoneTimeout)
-	defer cancel()
-	if err := c.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-		fmt.Fprintf(os.Stderr, "apiload: warning: deleting namespace %s: %v\n", ns, err)
-		return
-	}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		_, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			fmt.Fprintf(os.Stderr, "apiload: warning: namespace %s still present after %s\n", ns, namespaceGoneTimeout)
-			return
-		}
-	}
-}
-
 // runPhase runs op on concurrency workers until the bound is reached and summarises the latency
 // of every request. It fails only when ctx ends; request errors are counted instead.
-func runPhase(ctx context.Context, name string, concurrency int, b phaseBound, srv *server, op operation) (phaseResult, error) {
+func runPhase(ctx context.Context, name string, concurrency int, b loadphase.Bound, srv *server, op loadphase.Op) (phaseResult, error) {
 	var serverCPU0 time.Duration
 	if srv != nil {
 		var err error
@@ -220,59 +169,24 @@ func runPhase(ctx context.Context, name string, concurrency int, b phaseBound, s
 	}
 	clientCPU0 := selfCPU()
 
-	var (
-		next      atomic.Int64
-		firstErr  error
-		errOnce   sync.Once
-		wg        sync.WaitGroup
-		samples   = make([][]time.Duration, concurrency)
-		errCounts = make([]int, concurrency)
-		seed      = uint64(time.Now().UnixNano())
-	)
-	begin := time.Now()
-	stopAt := begin.Add(b.limit)
-	for w := range concurrency {
-		wg.Go(func() {
-			rng := mathrand.New(mathrand.NewPCG(seed, uint64(w)))
-			for ctx.Err() == nil && time.Now().Before(stopAt) {
-				i := int(next.Add(1) - 1)
-				if b.count > 0 && i >= b.count {
-					return
-				}
-				start := time.Now()
-				err := op(ctx, rng, i)
-				samples[w] = append(samples[w], time.Since(start))
-				if err != nil {
-					errCounts[w]++
-					errOnce.Do(func() { firstErr = err })
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(begin)
+	r := loadphase.Run(ctx, concurrency, b, op)
 	if err := ctx.Err(); err != nil {
 		return phaseResult{}, fmt.Errorf("phase %s: %w", name, err)
 	}
-
-	all := slices.Concat(samples...)
-	slices.Sort(all)
 	p := phaseResult{
 		Name:             name,
-		Requests:         len(all),
-		Seconds:          elapsed.Seconds(),
-		RPS:              float64(len(all)) / elapsed.Seconds(),
-		P50Ms:            ms(percentile(all, 50)),
-		P90Ms:            ms(percentile(all, 90)),
-		P99Ms:            ms(percentile(all, 99)),
+		Requests:         len(r.Latencies),
+		Errors:           r.Errors,
+		Seconds:          r.Elapsed.Seconds(),
+		RPS:              r.RPS(),
+		P50Ms:            ms(r.Percentile(50)),
+		P90Ms:            ms(r.Percentile(90)),
+		P99Ms:            ms(r.Percentile(99)),
 		ClientCPUSeconds: (selfCPU() - clientCPU0).Seconds(),
-		TimedOut:         b.count > 0 && len(all) < b.count,
+		TimedOut:         r.TimedOut,
 	}
-	for _, n := range errCounts {
-		p.Errors += n
-	}
-	if firstErr != nil {
-		p.FirstError = firstLine(firstErr.Error())
+	if r.FirstError != nil {
+		p.FirstError = firstLine(r.FirstError.Error())
 	}
 	if srv != nil {
 		serverCPU, err := processCPU(srv.pid())

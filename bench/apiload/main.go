@@ -17,11 +17,12 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/idplane/idplane/bench/internal/loadphase"
 )
 
 type config struct {
@@ -245,31 +246,6 @@ func measureLaunched(ctx context.Context, cfg config, srv *server) (runResult, e
 	return runResult{Server: figures, Phases: phases}, nil
 }
 
-// percentile returns the nearest-rank p-th percentile (0 < p <= 100) of ascending samples: the
-// smallest sample that at least p percent of all samples do not exceed.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	// Multiplying first keeps integral ranks exact: 0.07*100 is slightly above 7, 7*100/100 is 7.
-	rank := int(math.Ceil(p * float64(len(sorted)) / 100))
-	return sorted[min(max(rank, 1), len(sorted))-1]
-}
-
-// median returns the middle value, or the mean of the two middle values for an even count.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	mid := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[mid]
-	}
-	return (s[mid-1] + s[mid]) / 2
-}
-
 // medianRun takes every figure's median across runs. Phases line up by position: every run
 // executes the same phases in the same order.
 func medianRun(runs []runResult) runResult {
@@ -281,7 +257,7 @@ func medianRun(runs []runResult) runResult {
 		for i, r := range runs {
 			xs[i] = f(r)
 		}
-		return median(xs)
+		return loadphase.Median(xs)
 	}
 	var out runResult
 	if runs[0].Server != nil {

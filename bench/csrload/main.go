@@ -19,7 +19,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/idplane/idplane/bench/internal/loadclient"
+	"github.com/idplane/idplane/bench/internal/loadphase"
 )
 
 const runLabel = "idplane-csrload-run"
@@ -48,6 +48,10 @@ func main() {
 }
 
 func run(kubeconfig, levels string, count int, signer string, timeout time.Duration) error {
+	clientCounts, err := loadphase.ParseLevels(levels)
+	if err != nil {
+		return err
+	}
 	cfg, err := loadclient.RESTConfig(kubeconfig, "idplane-csrload")
 	if err != nil {
 		return err
@@ -63,11 +67,7 @@ func run(kubeconfig, levels string, count int, signer string, timeout time.Durat
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	defer cleanUp(cs, runID)
 	fmt.Printf("%-12s %7s %6s %10s %28s %28s\n", "concurrency", "issued", "errors", "issued/s", "approved p50/p90/p99 ms", "issued p50/p90/p99 ms")
-	for _, field := range strings.Split(levels, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(field))
-		if err != nil || n < 1 {
-			return fmt.Errorf("concurrency %q is not a positive number", field)
-		}
+	for _, n := range clientCounts {
 		r, err := phase(cs, key, runID, signer, n, count, timeout)
 		if err != nil {
 			return fmt.Errorf("phase with %d clients: %w", n, err)
@@ -201,9 +201,9 @@ func pcts(ds []time.Duration) string {
 	}
 	slices.Sort(ds)
 	p := func(q float64) float64 {
-		return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))]) / float64(time.Millisecond)
+		return float64(loadphase.Percentile(ds, q)) / float64(time.Millisecond)
 	}
-	return fmt.Sprintf("%.1f/%.1f/%.1f", p(0.50), p(0.90), p(0.99))
+	return fmt.Sprintf("%.1f/%.1f/%.1f", p(50), p(90), p(99))
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -26,6 +26,7 @@ import (
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
 	"github.com/idplane/idplane/internal/controller/rootcacertpublisher"
 	"github.com/idplane/idplane/internal/controller/serviceaccount"
+	"github.com/idplane/idplane/internal/controller/serviceaccounttokens"
 	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
 )
 
@@ -42,16 +43,22 @@ type certificateControllers struct {
 }
 
 // namespaceContentControllers put in every active namespace what workloads there expect: the
-// default ServiceAccount and the CA that verifies the server.
+// default ServiceAccount, the CA that verifies the server, and the legacy tokens of the
+// service-account token secrets users create.
 type namespaceContentControllers struct {
 	serviceAccounts *serviceaccount.Controller
 	rootCA          *rootcacertpublisher.Publisher
+	tokens          *serviceaccounttokens.Controller
 }
 
 // newNamespaceContentControllers builds them on the shared informers; caPEM is the cluster CA,
 // which signs the serving certificate.
-func newNamespaceContentControllers(client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte) (namespaceContentControllers, error) {
+func newNamespaceContentControllers(client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte, issuer serviceaccounttokens.Issuer) (namespaceContentControllers, error) {
 	core := factory.Core().V1()
+	tokens, err := serviceaccounttokens.New(client, issuer, caPEM, core.Secrets(), core.ServiceAccounts())
+	if err != nil {
+		return namespaceContentControllers{}, fmt.Errorf("building the tokens controller: %w", err)
+	}
 	serviceAccounts, err := serviceaccount.New(client, core.Namespaces(), core.ServiceAccounts())
 	if err != nil {
 		return namespaceContentControllers{}, fmt.Errorf("building the service account controller: %w", err)
@@ -60,7 +67,7 @@ func newNamespaceContentControllers(client kubernetes.Interface, factory informe
 	if err != nil {
 		return namespaceContentControllers{}, fmt.Errorf("building the root CA publisher: %w", err)
 	}
-	return namespaceContentControllers{serviceAccounts: serviceAccounts, rootCA: rootCA}, nil
+	return namespaceContentControllers{serviceAccounts: serviceAccounts, rootCA: rootCA, tokens: tokens}, nil
 }
 
 // addControllers registers the built-in controllers and start-up tasks as post-start hooks; the
@@ -97,6 +104,10 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 		}},
 		{"root-ca-cert-publisher", func(ctx context.Context) error {
 			go content.rootCA.Run(ctx, 1)
+			return nil
+		}},
+		{"serviceaccount-tokens-controller", func(ctx context.Context) error {
+			go content.tokens.Run(ctx, 1)
 			return nil
 		}},
 		{"clusterrole-aggregation-controller", func(ctx context.Context) error {

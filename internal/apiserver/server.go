@@ -338,7 +338,7 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	content, err := newNamespaceContentControllers(client, informerFactory, in.caPEM)
+	content, err := newNamespaceContentControllers(client, informerFactory, in.caPEM, tokens.config.Issuer)
 	if err != nil {
 		return nil, err
 	}

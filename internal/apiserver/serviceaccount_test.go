@@ -484,3 +484,70 @@ func TestNodeTokenAudiences(t *testing.T) {
 		t.Errorf("another node asking for the pod's token: %v, want 403", err)
 	}
 }
+
+func TestLegacyTokenSecrets(t *testing.T) {
+	s := startTestServer(t, t.TempDir(), nil)
+	ctx := context.Background()
+	secrets := s.client.CoreV1().Secrets("default")
+	sa := createServiceAccount(t, s.client, "default", "legacy")
+	mustCreate(t, secrets.Create, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "legacy-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "legacy"}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	})
+	var token string
+	eventually(t, "the tokens controller fills the secret", func() error {
+		secret, err := secrets.Get(ctx, "legacy-token", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		token = string(secret.Data[corev1.ServiceAccountTokenKey])
+		if token == "" || len(secret.Data[corev1.ServiceAccountRootCAKey]) == 0 || string(secret.Data[corev1.ServiceAccountNamespaceKey]) != "default" {
+			return fmt.Errorf("secret data has keys %v", secret.Data)
+		}
+		if secret.Annotations[corev1.ServiceAccountUIDKey] != string(sa.UID) {
+			return fmt.Errorf("uid annotation %q", secret.Annotations[corev1.ServiceAccountUIDKey])
+		}
+		return nil
+	})
+	if iss := claimsOf(t, token)["iss"]; iss != "kubernetes/serviceaccount" {
+		t.Errorf("legacy token issuer = %v", iss)
+	}
+	who, err := tokenClient(t, s, token).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("legacy token refused while its secret exists: %v", err)
+	}
+	if who.Status.UserInfo.Username != "system:serviceaccount:default:legacy" {
+		t.Errorf("whoami = %+v", who.Status.UserInfo)
+	}
+	if err := secrets.Delete(ctx, "legacy-token", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the legacy token dies with its secret", func() error {
+		if st := review(t, s.client, token); st.Authenticated || !strings.Contains(st.Error, "secret default/legacy-token") {
+			return fmt.Errorf("review = %+v", st)
+		}
+		return nil
+	})
+
+	// A secret of an account that is deleted goes with it.
+	mustCreate(t, secrets.Create, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "legacy-token-2", Annotations: map[string]string{corev1.ServiceAccountNameKey: "legacy"}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	})
+	eventually(t, "the second secret is filled", func() error {
+		secret, err := secrets.Get(ctx, "legacy-token-2", metav1.GetOptions{})
+		if err == nil && len(secret.Data[corev1.ServiceAccountTokenKey]) == 0 {
+			return fmt.Errorf("not filled yet")
+		}
+		return err
+	})
+	if err := s.client.CoreV1().ServiceAccounts("default").Delete(ctx, "legacy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the secret of the deleted account is deleted", func() error {
+		if _, err := secrets.Get(ctx, "legacy-token-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("secret still there: %v", err)
+		}
+		return nil
+	})
+}

@@ -25,7 +25,6 @@ func account(name, uid string) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + uid)}}
 }
 
-
 func tokenSecret(sa, uid string, data map[string][]byte) *corev1.Secret {
 	annotations := map[string]string{corev1.ServiceAccountNameKey: sa}
 	if uid != "" {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/idplane/idplane/internal/registry/authentication/userinfo"
 )
 
 // REST serves selfsubjectreviews; nothing is stored.
@@ -41,15 +43,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	if !ok {
 		return nil, apierrors.NewInternalError(fmt.Errorf("no user in the request context"))
 	}
-	info := authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
-	if extra := u.GetExtra(); len(extra) > 0 {
-		info.Extra = make(map[string]authenticationv1.ExtraValue, len(extra))
-		for k, v := range extra {
-			info.Extra[k] = v
-		}
-	}
 	return &authenticationv1.SelfSubjectReview{
 		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Now()},
-		Status:     authenticationv1.SelfSubjectReviewStatus{UserInfo: info},
+		Status:     authenticationv1.SelfSubjectReviewStatus{UserInfo: userinfo.From(u)},
 	}, nil
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/idplane/idplane/internal/registry/authentication/userinfo"
 )
 
 // REST serves tokenreviews; nothing is stored.
@@ -72,15 +74,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 	if !ok || resp == nil || resp.User == nil || resp.User.GetName() == user.Anonymous {
 		return out, nil
 	}
-	u := resp.User
 	out.Status.Authenticated = true
-	out.Status.User = authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
-	if extra := u.GetExtra(); len(extra) > 0 {
-		out.Status.User.Extra = make(map[string]authenticationv1.ExtraValue, len(extra))
-		for k, v := range extra {
-			out.Status.User.Extra[k] = v
-		}
-	}
+	out.Status.User = userinfo.From(resp.User)
 	out.Status.Audiences = resp.Audiences
 	return out, nil
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -70,5 +73,16 @@ func waitReady(t *testing.T, cfg *rest.Config) {
 	})
 	if err != nil {
 		t.Fatalf("server not ready: %v", err)
+	}
+}
+
+// ensureServiceAccount creates a service account unless it exists: the ServiceAccount admission
+// plugin refuses pods whose account is missing, and a controller may create "default" first.
+func ensureServiceAccount(t *testing.T, client kubernetes.Interface, namespace, name string) {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := client.CoreV1().ServiceAccounts(namespace).Create(context.Background(), sa, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating service account %s/%s: %v", namespace, name, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -101,18 +102,15 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		pod.Spec.ServiceAccountName = DefaultServiceAccountName
 		pod.Spec.DeprecatedServiceAccount = DefaultServiceAccountName
 	}
-	sa, err := p.account(ctx, a)
+	sa, err := p.account(ctx, a, pod)
 	if err != nil {
 		return err
 	}
 	if automount(pod, sa) {
 		mountToken(pod)
 	}
-	if len(pod.Spec.ImagePullSecrets) == 0 && len(sa.ImagePullSecrets) > 0 {
-		pod.Spec.ImagePullSecrets = make([]corev1.LocalObjectReference, len(sa.ImagePullSecrets))
-		for i, s := range sa.ImagePullSecrets {
-			pod.Spec.ImagePullSecrets[i] = corev1.LocalObjectReference{Name: s.Name}
-		}
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		pod.Spec.ImagePullSecrets = slices.Clone(sa.ImagePullSecrets)
 	}
 	return forbidUnlistedSecrets(a, pod, sa)
 }
@@ -129,7 +127,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if !create && !debug {
 		return nil
 	}
-	sa, err := p.account(ctx, a)
+	sa, err := p.account(ctx, a, pod)
 	if err != nil {
 		return err
 	}
@@ -157,8 +155,7 @@ func podOf(a admission.Attributes) *corev1.Pod {
 }
 
 // account returns the pod's service account, or the 403 that refuses the pod without one.
-func (p *Plugin) account(ctx context.Context, a admission.Attributes) (*corev1.ServiceAccount, error) {
-	pod := a.GetObject().(*corev1.Pod)
+func (p *Plugin) account(ctx context.Context, a admission.Attributes, pod *corev1.Pod) (*corev1.ServiceAccount, error) {
 	ns, name := a.GetNamespace(), pod.Spec.ServiceAccountName
 	if name == "" {
 		return nil, admission.NewForbidden(a, fmt.Errorf("no service account specified for pod %s/%s", ns, pod.Name))

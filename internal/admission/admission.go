@@ -16,6 +16,7 @@ import (
 	"github.com/idplane/idplane/internal/admission/certificates/signing"
 	"github.com/idplane/idplane/internal/admission/certificates/subjectrestriction"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
+	"github.com/idplane/idplane/internal/admission/serviceaccount"
 )
 
 // plugins are every built plugin, in the fixed order of the design: NamespaceLifecycle,
@@ -27,6 +28,7 @@ var plugins = []struct {
 	register func(*admission.Plugins)
 }{
 	{lifecycle.PluginName, lifecycle.Register},
+	{serviceaccount.PluginName, serviceaccount.Register},
 	{noderestriction.PluginName, noderestriction.Register},
 	{approval.PluginName, approval.Register},
 	{signing.PluginName, signing.Register},

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/idplane/idplane/internal/admission/noderestriction"
+	"github.com/idplane/idplane/internal/admission/serviceaccount"
 )
 
 func TestEnabled(t *testing.T) {
@@ -15,6 +16,7 @@ func TestEnabled(t *testing.T) {
 		want            bool
 	}{
 		{name: "on by default", plugin: noderestriction.PluginName, want: true},
+		{name: "ServiceAccount on by default", plugin: serviceaccount.PluginName, want: true},
 		{name: "disabled", disable: []string{noderestriction.PluginName}, plugin: noderestriction.PluginName},
 		{name: "another plugin disabled", disable: []string{"NamespaceLifecycle"}, plugin: noderestriction.PluginName, want: true},
 		{name: "off by default", defaultOff: []string{noderestriction.PluginName}, plugin: noderestriction.PluginName},
@@ -30,5 +32,14 @@ func TestEnabled(t *testing.T) {
 				t.Errorf("Enabled(%s) = %v, want %v", tc.plugin, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestOrder checks that ServiceAccount comes right after NamespaceLifecycle, as upstream orders
+// them: a pod in a terminating namespace is refused before its account is looked up.
+func TestOrder(t *testing.T) {
+	order := NewOptions().RecommendedPluginOrder
+	if len(order) < 3 || order[0] != "NamespaceLifecycle" || order[1] != serviceaccount.PluginName || order[2] != noderestriction.PluginName {
+		t.Errorf("plugin order %v, want NamespaceLifecycle, ServiceAccount, NodeRestriction first", order)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -71,4 +74,19 @@ func waitReady(t *testing.T, cfg *rest.Config) {
 	if err != nil {
 		t.Fatalf("server not ready: %v", err)
 	}
+}
+
+// ensureServiceAccount creates a service account unless it exists: the ServiceAccount admission
+// plugin refuses pods whose account is missing, and a controller may create "default" first.
+func ensureServiceAccount(t *testing.T, client kubernetes.Interface, namespace, name string) *corev1.ServiceAccount {
+	t.Helper()
+	accounts := client.CoreV1().ServiceAccounts(namespace)
+	sa, err := accounts.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		sa, err = accounts.Get(context.Background(), name, metav1.GetOptions{})
+	}
+	if err != nil {
+		t.Fatalf("creating service account %s/%s: %v", namespace, name, err)
+	}
+	return sa
 }

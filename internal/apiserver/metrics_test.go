@@ -16,6 +16,7 @@ func TestAuthorizerMetrics(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
 	admin := s.client.CoreV1()
+	ensureServiceAccount(t, s.client, "default", "default")
 	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "used"}})
 	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "unused"}})
 	mustCreate(t, admin.Pods("default").Create, newPod("p", onNode("node1"), func(p *corev1.Pod) {

@@ -38,6 +38,7 @@ func TestNodeAuthorizerThroughTheServer(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
 	admin := s.client.CoreV1()
+	ensureServiceAccount(t, s.client, "default", "default")
 	for _, suffix := range []string{"1", "2"} {
 		mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s-" + suffix}})
 		mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pv-secret-" + suffix}})
@@ -167,6 +168,7 @@ func TestNodeReadAfterBindWaitsForTheGraph(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
 	admin := s.client.CoreV1()
+	ensureServiceAccount(t, s.client, "default", "default")
 	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s-late"}})
 	mustCreate(t, admin.Pods("default").Create, newPod("late", func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s-late"}}}}
@@ -280,6 +282,7 @@ func TestNodeRestrictionThroughTheServer(t *testing.T) {
 		t.Errorf("removing the mirror annotation: got %v, want Invalid", err)
 	}
 
+	ensureServiceAccount(t, s.client, "default", "default")
 	mustCreate(t, s.client.CoreV1().Pods("default").Create, newPod("theirs", onNode("node2")))
 	if err := node1.CoreV1().Pods("default").Delete(ctx, "theirs", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("node1 deleting node2's pod: got %v, want Forbidden", err)

@@ -69,6 +69,7 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 	if _, err := core.Secrets("team").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	ensureServiceAccount(t, ts.client, "team", "default")
 	if _, err := core.Pods("team").Create(ctx, newPod("p"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +96,7 @@ func TestNamespaceDeletionRemovesContent(t *testing.T) {
 func TestFieldSelectors(t *testing.T) {
 	ts := startTestServer(t, t.TempDir(), nil)
 	ctx := context.Background()
+	ensureServiceAccount(t, ts.client, "default", "default")
 	pods := ts.client.CoreV1().Pods("default")
 	for _, p := range []*corev1.Pod{newPod("a", onNode("n1")), newPod("b", onNode("n2")), newPod("c")} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -172,6 +174,7 @@ func TestValidationAndMalformedBodies(t *testing.T) {
 	dup := newPod("dup", func(p *corev1.Pod) {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "c", Image: "x"})
 	})
+	ensureServiceAccount(t, ts.client, "default", "default")
 	_, err := ts.client.CoreV1().Pods("default").Create(ctx, dup, metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("duplicate container: got %v, want Invalid", err)
@@ -211,6 +214,7 @@ func ptr[T any](v T) *T { return &v }
 func TestPodSubresources(t *testing.T) {
 	ts := startTestServer(t, t.TempDir(), nil)
 	ctx := context.Background()
+	ensureServiceAccount(t, ts.client, "default", "default")
 	pods := ts.client.CoreV1().Pods("default")
 	created, err := pods.Create(ctx, newPod("web"), metav1.CreateOptions{})
 	if err != nil {

@@ -35,18 +35,6 @@ func tokenClient(t *testing.T, s *testServer, token string) kubernetes.Interface
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
-func createServiceAccount(t *testing.T, c kubernetes.Interface, ns, name string) *corev1.ServiceAccount {
-	t.Helper()
-	sa, err := c.CoreV1().ServiceAccounts(ns).Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		sa, err = c.CoreV1().ServiceAccounts(ns).Get(context.Background(), name, metav1.GetOptions{})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sa
-}
-
 func requestToken(c kubernetes.Interface, ns, sa string, spec authenticationv1.TokenRequestSpec) (*authenticationv1.TokenRequest, error) {
 	return c.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa, &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
 }
@@ -83,7 +71,7 @@ func claimsOf(t *testing.T, token string) map[string]any {
 func TestTokenRequestReviewAndRBAC(t *testing.T) {
 	s := startTestServer(t, t.TempDir(), nil)
 	ctx := context.Background()
-	sa := createServiceAccount(t, s.client, "default", "bot")
+	sa := ensureServiceAccount(t, s.client, "default", "bot")
 
 	tr, err := requestToken(s.client, "default", "bot", authenticationv1.TokenRequestSpec{})
 	if err != nil {
@@ -137,7 +125,7 @@ func TestTokenRequestReviewAndRBAC(t *testing.T) {
 
 func TestTokenRequestBadInput(t *testing.T) {
 	s := startTestServer(t, t.TempDir(), nil)
-	createServiceAccount(t, s.client, "default", "bot")
+	ensureServiceAccount(t, s.client, "default", "bot")
 	pod, err := s.client.CoreV1().Pods("default").Create(context.Background(), newPod("p", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "bot" }), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +149,7 @@ func TestTokenRequestBadInput(t *testing.T) {
 		{"pod of another uid", "bot", authenticationv1.TokenRequestSpec{BoundObjectRef: podRef("p", "other-uid")}, apierrors.IsConflict, "does not match the UID in record"},
 		{"pod of another service account", "default", authenticationv1.TokenRequestSpec{BoundObjectRef: podRef("p", "")}, apierrors.IsBadRequest, `runs as service account "bot"`},
 	}
-	createServiceAccount(t, s.client, "default", "default")
+	ensureServiceAccount(t, s.client, "default", "default")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := requestToken(s.client, "default", tc.sa, tc.spec)
@@ -181,7 +169,7 @@ func TestTokenRequestBadInput(t *testing.T) {
 
 func TestBadTokensAreRefusedCleanly(t *testing.T) {
 	s := startTestServer(t, t.TempDir(), nil)
-	createServiceAccount(t, s.client, "default", "bot")
+	ensureServiceAccount(t, s.client, "default", "bot")
 	good, err := requestToken(s.client, "default", "bot", authenticationv1.TokenRequestSpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +200,7 @@ func TestBoundTokensDieWithTheirObject(t *testing.T) {
 	s := startTestServer(t, t.TempDir(), nil)
 	ctx := context.Background()
 	core := s.client.CoreV1()
-	createServiceAccount(t, s.client, "default", "bot")
+	ensureServiceAccount(t, s.client, "default", "bot")
 	node, err := core.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -285,13 +273,13 @@ func TestBoundTokensDieWithTheirObject(t *testing.T) {
 	if err := core.ServiceAccounts("default").Delete(ctx, "bot", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createServiceAccount(t, s.client, "default", "bot")
+	ensureServiceAccount(t, s.client, "default", "bot")
 	refused(plain.Status.Token, "deleted and recreated")
 }
 
 func TestTokenLifetimes(t *testing.T) {
 	s := startTestServer(t, t.TempDir(), func(o *Options) { o.ServiceAccounts.MaxTokenExpiration = 2 * time.Hour })
-	createServiceAccount(t, s.client, "default", "bot")
+	ensureServiceAccount(t, s.client, "default", "bot")
 	if _, err := s.client.CoreV1().Pods("default").Create(context.Background(), newPod("p", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "bot" }), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +371,7 @@ anonymous:
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:unauthenticated"}},
 	})
-	createServiceAccount(t, s.client, "default", "bot")
+	ensureServiceAccount(t, s.client, "default", "bot")
 	tr, err := requestToken(s.client, "default", "bot", authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}})
 	if err != nil {
 		t.Fatal(err)
@@ -456,7 +444,7 @@ func tokenHeader(t *testing.T, token string) map[string]any {
 func TestNodeTokenAudiences(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
-	createServiceAccount(t, s.client, "default", "bot")
+	ensureServiceAccount(t, s.client, "default", "bot")
 	pod, err := s.client.CoreV1().Pods("default").Create(ctx, newPod("p", onNode("n1"), func(p *corev1.Pod) {
 		p.Spec.ServiceAccountName = "bot"
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "vault", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
@@ -489,7 +477,7 @@ func TestLegacyTokenSecrets(t *testing.T) {
 	s := startTestServer(t, t.TempDir(), nil)
 	ctx := context.Background()
 	secrets := s.client.CoreV1().Secrets("default")
-	sa := createServiceAccount(t, s.client, "default", "legacy")
+	sa := ensureServiceAccount(t, s.client, "default", "legacy")
 	mustCreate(t, secrets.Create, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "legacy-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "legacy"}},
 		Type:       corev1.SecretTypeServiceAccountToken,

@@ -228,6 +228,15 @@ func (s *server) kubectl(t *testing.T, args ...string) string {
 	return stdout
 }
 
+// ensureServiceAccount creates a service account unless it exists: ServiceAccount admission
+// refuses pods whose account is missing, and a controller may create "default" first.
+func (s *server) ensureServiceAccount(t *testing.T, namespace, name string) {
+	t.Helper()
+	if out, err := s.kubectlErr("create", "serviceaccount", name, "-n", namespace); err != nil && !strings.Contains(out, "already exists") {
+		t.Fatalf("creating service account %s/%s: %v\n%s", namespace, name, err, out)
+	}
+}
+
 // kubectlErr runs kubectl as the admin and returns its combined output, for commands expected to fail.
 func (s *server) kubectlErr(args ...string) (string, error) {
 	return s.kubectlAs(s.Kubeconfig, args...)

@@ -117,6 +117,7 @@ func TestAuthentication(t *testing.T) {
 func TestCreateApplyDelete(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
+	s.ensureServiceAccount(t, "default", "default")
 
 	t.Run("create", func(t *testing.T) {
 		out := s.kubectl(t, "create", "-f", manifest(t, `apiVersion: v1
@@ -196,6 +197,7 @@ data:
 func TestGet(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
+	s.ensureServiceAccount(t, "default", "default")
 
 	t.Run("wide", func(t *testing.T) {
 		s.kubectl(t, "create", "-f", manifest(t, `apiVersion: v1
@@ -250,6 +252,7 @@ func columns(line string) []string {
 func TestPatch(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
+	s.ensureServiceAccount(t, "default", "default")
 	s.kubectl(t, "create", "-f", manifest(t, `apiVersion: v1
 kind: Pod
 metadata:
@@ -356,6 +359,7 @@ data:
 func TestValidationErrors(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
+	s.ensureServiceAccount(t, "default", "default")
 	for _, c := range []struct {
 		name, manifest, want string
 	}{{
@@ -463,6 +467,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	s.kubectl(t, "create", "namespace", "durable")
+	s.ensureServiceAccount(t, "durable", "default")
 	s.kubectl(t, "create", "-n", "durable", "-f", manifest(t, `apiVersion: v1
 kind: ConfigMap
 metadata:

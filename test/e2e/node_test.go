@@ -14,6 +14,7 @@ import (
 func TestNodeAuthorizer(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
+	s.ensureServiceAccount(t, "default", "default")
 	s.kubectl(t, "create", "secret", "generic", "db-password", "--from-literal=p=x")
 	s.kubectl(t, "create", "secret", "generic", "other", "--from-literal=p=y")
 	s.kubectl(t, "apply", "-f", manifest(t, `apiVersion: v1

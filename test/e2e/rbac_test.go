@@ -176,6 +176,7 @@ func TestRBACImpersonation(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	bindAliceAndReaders(t, s)
+	s.ensureServiceAccount(t, "team", "default")
 	s.kubectl(t, "run", "web", "--image=nginx", "-n", "team")
 	s.kubectl(t, "create", "secret", "generic", "creds", "--from-literal=password=hunter2", "-n", "team")
 	// carol may impersonate alice and nobody else.

@@ -471,6 +471,19 @@ func TestNodeTokenAudiences(t *testing.T) {
 	if _, err := requestToken(nodeClient(t, s, "n2"), "default", "bot", spec("vault")); !apierrors.IsForbidden(err) {
 		t.Errorf("another node asking for the pod's token: %v, want 403", err)
 	}
+
+	// The volume ServiceAccount admission injected asks for a token for the API and for the CA
+	// bundle of kube-root-ca.crt: the node may fetch both, another node neither.
+	if _, err := requestToken(n1, "default", "bot", spec(s.URL)); err != nil {
+		t.Errorf("token for the injected volume's audience (the API's): %v", err)
+	}
+	eventually(t, "the node reads kube-root-ca.crt for its pod's volume", func() error {
+		_, err := n1.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err
+	})
+	if _, err := nodeClient(t, s, "n2").CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("a node without pods in default read kube-root-ca.crt: %v, want 403", err)
+	}
 }
 
 func TestLegacyTokenSecrets(t *testing.T) {

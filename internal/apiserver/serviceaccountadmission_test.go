@@ -73,7 +73,7 @@ func TestServiceAccountAdmission(t *testing.T) {
 		}
 	}
 
-	// A debug container added later gets no token, as upstream.
+	// A debug container added later gets the pod's token like every other container.
 	web.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: "debug", Image: "registry.example/busybox:1", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
 	}}}
@@ -81,8 +81,8 @@ func TestServiceAccountAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatalf("adding a debug container: %v", err)
 	}
-	if m := debugged.Spec.EphemeralContainers[0].VolumeMounts; len(m) != 0 {
-		t.Errorf("debug container mounts %+v, want none", m)
+	if diff := cmp.Diff(wantMounts, debugged.Spec.EphemeralContainers[0].VolumeMounts); diff != "" {
+		t.Errorf("mounts of the debug container (-want +got):\n%s", diff)
 	}
 
 	mustCreate(t, pods.Create, newPod("quiet", func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = ptr(false) }))

@@ -93,7 +93,16 @@ func (p *Plugin) ValidateInitialization() error {
 // pod the plugin will refuse is refused before it is validated.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	pod := podOf(a)
-	if pod == nil || a.GetOperation() != admission.Create || a.GetSubresource() != "" {
+	if pod == nil {
+		return nil
+	}
+	if a.GetOperation() == admission.Update && a.GetSubresource() == "ephemeralcontainers" {
+		if old, ok := a.GetOldObject().(*corev1.Pod); ok {
+			mountTokenInNewEphemeral(pod, old)
+		}
+		return nil
+	}
+	if a.GetOperation() != admission.Create || a.GetSubresource() != "" {
 		return nil
 	}
 	// Decoding has already made serviceAccountName the account the pod names through either

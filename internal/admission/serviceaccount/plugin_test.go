@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/idplane/idplane/internal/podwalk"
 )
 
 const ns = "ns1"
@@ -172,6 +174,9 @@ func tokenMounted(p *corev1.Pod) {
 	for i := range p.Spec.Containers {
 		p.Spec.Containers[i].VolumeMounts = append(p.Spec.Containers[i].VolumeMounts, tokenMount)
 	}
+	for i := range p.Spec.EphemeralContainers {
+		p.Spec.EphemeralContainers[i].VolumeMounts = append(p.Spec.EphemeralContainers[i].VolumeMounts, tokenMount)
+	}
 	p.Spec.Volumes = append(p.Spec.Volumes, tokenVolume(generatedVolume))
 }
 
@@ -192,12 +197,10 @@ func normalize(t *testing.T, p, before *corev1.Pod) {
 		rename[v.Name] = generatedVolume
 		p.Spec.Volumes[i].Name = generatedVolume
 	}
-	for _, mounts := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for i := range mounts {
-			for j, m := range mounts[i].VolumeMounts {
-				if to, ok := rename[m.Name]; ok {
-					mounts[i].VolumeMounts[j].Name = to
-				}
+	for c := range podwalk.Containers(&p.Spec) {
+		for j, m := range c.VolumeMounts {
+			if to, ok := rename[m.Name]; ok {
+				c.VolumeMounts[j].Name = to
 			}
 		}
 	}
@@ -283,8 +286,8 @@ func TestAdmission(t *testing.T) {
 			want: tokenMounted,
 		},
 		{
-			// Validation refuses them on create; the plugin does not pretend otherwise.
-			name:   "ephemeral containers in a pod being created are not given the token",
+			// Validation refuses them on create, but none may slip through without the token.
+			name:   "ephemeral containers in a pod being created are given the token",
 			cached: []runtime.Object{defaultSA},
 			req: create(newPod(runningAs("default"), func(p *corev1.Pod) {
 				p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}
@@ -390,9 +393,29 @@ func TestAdmission(t *testing.T) {
 			forbidden: `spec.imagePullSecrets[0].name: secret "registry" is not allowed because service account strict does not reference that imagePullSecret`,
 		},
 		{
-			name:   "a debug container is not given the token",
+			name:   "a debug container is given the pod's token volume",
 			cached: []runtime.Object{defaultSA},
 			req: addEphemeral(newPod(runningAs("default"), tokenMounted), corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"},
+			}),
+			want: func(p *corev1.Pod) {
+				p.Spec.EphemeralContainers[0].VolumeMounts = []corev1.VolumeMount{tokenMount}
+			},
+		},
+		{
+			name:   "an earlier debug container is left as it is",
+			cached: []runtime.Object{defaultSA},
+			req: addEphemeral(newPod(runningAs("default"), tokenMounted, func(p *corev1.Pod) {
+				p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "earlier"}}}
+			}), corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}),
+			want: func(p *corev1.Pod) {
+				p.Spec.EphemeralContainers[1].VolumeMounts = []corev1.VolumeMount{tokenMount}
+			},
+		},
+		{
+			name:   "a debug container of a pod without the token gets none",
+			cached: []runtime.Object{defaultSA},
+			req: addEphemeral(newPod(runningAs("default")), corev1.EphemeralContainer{
 				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"},
 			}),
 		},

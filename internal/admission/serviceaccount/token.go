@@ -22,29 +22,21 @@ const (
 	tokenExpirationSeconds = 3607
 )
 
-// mountToken mounts the token volume read-only at TokenMountPath in every init and regular
-// container that has nothing mounted there, and adds the volume if one got mounted and the pod
-// has none yet. Ephemeral containers are left out: they cannot be set on create, and those added
-// later get no credentials of the pod's account unless their author mounts them.
+// mountToken mounts the token volume read-only at TokenMountPath in every container (init,
+// regular and ephemeral) that has nothing mounted there, and adds the volume if one got mounted and
+// the pod has none yet.
 func mountToken(pod *corev1.Pod) {
-	volume := ""
-	for _, v := range pod.Spec.Volumes {
-		if strings.HasPrefix(v.Name, TokenVolumePrefix) {
-			volume = v.Name
-			break
-		}
-	}
+	volume := tokenVolumeName(pod)
 	hasVolume := volume != ""
 	if !hasVolume {
 		volume = TokenVolumePrefix + utilrand.String(5)
 	}
 	mounted := false
 	for c := range podwalk.Containers(&pod.Spec) {
-		if c.Kind == podwalk.EphemeralContainer || mountsTokenPath(c.Container) {
-			continue
+		if !mountsTokenPath(c.Container) {
+			c.VolumeMounts = append(c.VolumeMounts, tokenVolumeMount(volume))
+			mounted = true
 		}
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, ReadOnly: true, MountPath: TokenMountPath})
-		mounted = true
 	}
 	if mounted && !hasVolume {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
@@ -52,6 +44,40 @@ func mountToken(pod *corev1.Pod) {
 			VolumeSource: corev1.VolumeSource{Projected: tokenVolumeSource()},
 		})
 	}
+}
+
+// mountTokenInNewEphemeral gives the debug containers a pods/ephemeralcontainers write adds the
+// pod's token volume, as every other container of the pod has it. A pod admitted without the
+// volume gets none (volumes cannot be added to a running pod), and containers added earlier are
+// left as they are, since they cannot change.
+func mountTokenInNewEphemeral(pod, old *corev1.Pod) {
+	volume := tokenVolumeName(pod)
+	if volume == "" {
+		return
+	}
+	earlier := map[string]bool{}
+	for _, c := range old.Spec.EphemeralContainers {
+		earlier[c.Name] = true
+	}
+	for c := range podwalk.Containers(&pod.Spec) {
+		if c.Kind == podwalk.EphemeralContainer && !earlier[c.Name] && !mountsTokenPath(c.Container) {
+			c.VolumeMounts = append(c.VolumeMounts, tokenVolumeMount(volume))
+		}
+	}
+}
+
+// tokenVolumeName is the name of the pod's token volume, or "" when it has none.
+func tokenVolumeName(pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, TokenVolumePrefix) {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+func tokenVolumeMount(volume string) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: volume, ReadOnly: true, MountPath: TokenMountPath}
 }
 
 // mountsTokenPath reports whether the container's author already put something at the token's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,5 +72,41 @@ func scrapeMetrics(t *testing.T, s *testServer) func(name string, labels map[str
 			}
 		}
 		return total, found
+	}
+}
+
+// TestServiceAccountTokenMetrics reads the token metrics through the server after tokens were
+// requested, refused and used.
+func TestServiceAccountTokenMetrics(t *testing.T) {
+	s := startTestServer(t, t.TempDir(), nil)
+	ensureServiceAccount(t, s.client, "default", "bot")
+	tr, err := requestToken(s.client, "default", "bot", authenticationv1.TokenRequestSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := requestToken(s.client, "default", "nobody", authenticationv1.TokenRequestSpec{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("token of a missing account: %v", err)
+	}
+	if st := review(t, s.client, tr.Status.Token); !st.Authenticated {
+		t.Fatalf("review = %+v", st)
+	}
+	sum := scrapeMetrics(t, s)
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"serviceaccount_token_requests_total", map[string]string{"code": "201"}},
+		{"serviceaccount_token_requests_total", map[string]string{"code": "404"}},
+		{"serviceaccount_token_signing_duration_seconds_count", nil},
+		{"serviceaccount_valid_tokens_total", nil},
+	} {
+		if v, ok := sum(want.name, want.labels); !ok || v <= 0 {
+			t.Errorf("%s%v = %v (found %v); want > 0", want.name, want.labels, v, ok)
+		}
+	}
+	for _, name := range []string{"serviceaccount_legacy_tokens_total", "serviceaccount_stale_tokens_total"} {
+		if _, ok := sum(name, nil); !ok {
+			t.Errorf("%s is not served", name)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -28,6 +29,31 @@ func TestOptionsValidate(t *testing.T) {
 		{
 			name:   "mode Node with other plugins disabled",
 			modify: func(o *Options) { o.Admission.DisablePlugins = []string{"NamespaceLifecycle"} },
+		},
+		{name: "token maximum of a day", modify: func(o *Options) { o.ServiceAccounts.MaxTokenExpiration = 24 * time.Hour }},
+		{
+			name:    "token maximum under an hour",
+			modify:  func(o *Options) { o.ServiceAccounts.MaxTokenExpiration = 30 * time.Minute },
+			wantErr: "--service-account-max-token-expiration 30m0s must be between 1h and 2^32 seconds",
+		},
+		{
+			name:    "token maximum past 2^32 seconds",
+			modify:  func(o *Options) { o.ServiceAccounts.MaxTokenExpiration = (1<<32 + 1) * time.Second },
+			wantErr: "must be between 1h and 2^32 seconds",
+		},
+		{name: "issuer URL", modify: func(o *Options) { o.ServiceAccounts.Issuers = []string{"https://idplane.example.com", "old-issuer"} }},
+		{
+			name:    "issuer with a colon that is no URL",
+			modify:  func(o *Options) { o.ServiceAccounts.Issuers = []string{"not:a-url"} },
+			wantErr: `--service-account-issuer "not:a-url" must be a URL or a string without colons`,
+		},
+		{
+			name: "anonymous both by flag and by file",
+			modify: func(o *Options) {
+				o.AnonymousAuth = true
+				o.AuthenticationConfigFile = "authn.yaml"
+			},
+			wantErr: "--anonymous-auth and --authentication-config exclude each other",
 		},
 	}
 	for _, tc := range cases {

@@ -49,7 +49,9 @@ func TestDiscovery(t *testing.T) {
 			if config.Issuer != tc.issuer || config.JWKSURI != tc.jwksURI || strings.Join(config.SigningAlgs, ",") != "ES256,RS256" {
 				t.Errorf("configuration = %+v", config)
 			}
-			var set struct{ Keys []struct{ Kid, Alg, Use string } }
+			var set struct {
+				Keys []struct{ Kid, Alg, Use string }
+			}
 			get(t, d.JWKSHandler(), &set)
 			if len(set.Keys) != 2 || set.Keys[0].Kid != keys.Public[0].ID || set.Keys[1].Alg != "RS256" || set.Keys[0].Use != "sig" {
 				t.Errorf("key set = %+v", set)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/utils/clock"
 )
 
 // Config says which authenticators to build.
@@ -39,7 +40,8 @@ type Config struct {
 func New(c Config) (authenticator.Request, error) {
 	var auths []authenticator.Request
 	if c.ClientCA != nil {
-		auths = append(auths, x509.NewDynamic(c.ClientCA.VerifyOptions, x509.CommonNameUserConversion))
+		certs := x509.NewDynamic(c.ClientCA.VerifyOptions, x509.CommonNameUserConversion)
+		auths = append(auths, newVerifiedCerts(certs, c.ClientCA, clock.RealClock{}))
 	}
 	var tokens []authenticator.Token
 	if c.ServiceAccounts != nil {

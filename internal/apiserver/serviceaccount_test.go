@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -17,6 +19,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -51,18 +55,23 @@ func review(t *testing.T, c kubernetes.Interface, token string, audiences ...str
 }
 
 // claimsOf decodes a token's payload without verifying it.
-func claimsOf(t *testing.T, token string) map[string]any {
+func claimsOf(t *testing.T, token string) map[string]any { return jwtPart(t, token, 1) }
+
+// tokenHeader decodes a token's header.
+func tokenHeader(t *testing.T, token string) map[string]any { return jwtPart(t, token, 0) }
+
+func jwtPart(t *testing.T, token string, i int) map[string]any {
 	t.Helper()
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		t.Fatalf("not a compact JWS: %q", token)
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	b, err := base64.RawURLEncoding.DecodeString(parts[i])
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(payload, &m); err != nil {
+	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -176,12 +185,25 @@ func TestBadTokensAreRefusedCleanly(t *testing.T) {
 	}
 	parts := strings.Split(good.Status.Token, ".")
 	noneHeader := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+	claims := claimsOf(t, good.Status.Token)
+	pub, err := os.ReadFile(filepath.Join(s.dataDir, "pki", "sa.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]string{
-		"garbage":   "not-a-token",
-		"truncated": good.Status.Token[:len(good.Status.Token)-20],
-		"unsigned":  parts[0] + "." + parts[1] + ".",
-		"alg none":  noneHeader + "." + parts[1] + ".",
-		"over-long": parts[0] + "." + parts[1] + strings.Repeat("A", 17*1024) + "." + parts[2],
+		// The classic confusion: the public key, which anyone may fetch, used as an HMAC secret.
+		"HS256 keyed with the public key":    sign(t, jose.HS256, pub, tokenHeader(t, good.Status.Token)["kid"].(string), claims),
+		"another key's kid":                  sign(t, jose.ES256, otherKey, "other", claims),
+		"another key under the server's kid": sign(t, jose.ES256, otherKey, tokenHeader(t, good.Status.Token)["kid"].(string), claims),
+		"garbage":                            "not-a-token",
+		"truncated":                          good.Status.Token[:len(good.Status.Token)-20],
+		"unsigned":                           parts[0] + "." + parts[1] + ".",
+		"alg none":                           noneHeader + "." + parts[1] + ".",
+		"over-long":                          parts[0] + "." + parts[1] + strings.Repeat("A", 17*1024) + "." + parts[2],
 	}
 	for name, token := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -194,6 +216,19 @@ func TestBadTokensAreRefusedCleanly(t *testing.T) {
 			}
 		})
 	}
+}
+
+func sign(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, claims map[string]any) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := jwt.Signed(signer).Claims(claims).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 func TestBoundTokensDieWithTheirObject(t *testing.T) {
@@ -426,19 +461,6 @@ anonymous:
 			t.Errorf("anonymous GET %s = %d, want %d", path, resp.StatusCode, want)
 		}
 	}
-}
-
-func tokenHeader(t *testing.T, token string) map[string]any {
-	t.Helper()
-	b, err := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h map[string]any
-	if err := json.Unmarshal(b, &h); err != nil {
-		t.Fatal(err)
-	}
-	return h
 }
 
 func TestNodeTokenAudiences(t *testing.T) {

@@ -455,6 +455,15 @@ func (ca *testCA) issueClient(t *testing.T, user string, groups ...string) (cert
 // clientKubeconfig writes a kubeconfig for this server that authenticates with the given client
 // certificate, and returns its path.
 func (s *server) clientKubeconfig(t *testing.T, certPEM, keyPEM []byte) string {
+	return s.kubeconfigFor(t, &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM})
+}
+
+// tokenKubeconfig writes a kubeconfig for this server that authenticates with a bearer token only.
+func (s *server) tokenKubeconfig(t *testing.T, token string) string {
+	return s.kubeconfigFor(t, &clientcmdapi.AuthInfo{Token: token})
+}
+
+func (s *server) kubeconfigFor(t *testing.T, auth *clientcmdapi.AuthInfo) string {
 	t.Helper()
 	serverCA, err := os.ReadFile(filepath.Join(s.dataDir, "pki", "ca.crt"))
 	if err != nil {
@@ -462,7 +471,7 @@ func (s *server) clientKubeconfig(t *testing.T, certPEM, keyPEM []byte) string {
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: s.URL, CertificateAuthorityData: serverCA}
-	cfg.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.AuthInfos["e2e"] = auth
 	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
 	cfg.CurrentContext = "e2e"
 	path := filepath.Join(t.TempDir(), "kubeconfig")

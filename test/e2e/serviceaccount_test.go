@@ -4,35 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
-
-// tokenKubeconfig writes a kubeconfig for this server that authenticates with a bearer token only.
-func (s *server) tokenKubeconfig(t *testing.T, token string) string {
-	t.Helper()
-	serverCA, err := os.ReadFile(filepath.Join(s.dataDir, "pki", "ca.crt"))
-	if err != nil {
-		t.Fatalf("reading server CA certificate: %v", err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: s.URL, CertificateAuthorityData: serverCA}
-	cfg.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	cfg.CurrentContext = "e2e"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatalf("writing kubeconfig: %v", err)
-	}
-	return path
-}
 
 type tokenClaims struct {
 	Aud        json.RawMessage `json:"aud"`

@@ -30,10 +30,10 @@ const clockSkew = time.Minute
 // Getter finds the objects a token names. Implementations read from informers, not from the store
 // on every request.
 type Getter interface {
-	ServiceAccount(namespace, name string) (*corev1.ServiceAccount, error)
-	Pod(namespace, name string) (*corev1.Pod, error)
-	Secret(namespace, name string) (*corev1.Secret, error)
-	Node(name string) (*corev1.Node, error)
+	ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
+	Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	Node(ctx context.Context, name string) (*corev1.Node, error)
 }
 
 // AuthenticatorConfig is what the service-account token authenticator accepts.
@@ -172,7 +172,7 @@ func (a *Authenticator) authenticateBound(ctx context.Context, public *jwt.Claim
 	if public.Subject != apiserviceaccount.MakeUsername(k.Namespace, k.ServiceAccount.Name) {
 		return nil, false, fmt.Errorf("service account token subject %q does not match its service account %s/%s", public.Subject, k.Namespace, k.ServiceAccount.Name)
 	}
-	sa, err := a.getter.ServiceAccount(k.Namespace, k.ServiceAccount.Name)
+	sa, err := a.getter.ServiceAccount(ctx, k.Namespace, k.ServiceAccount.Name)
 	if err := live("service account", k.Namespace+"/"+k.ServiceAccount.Name, k.ServiceAccount.UID, sa, err); err != nil {
 		return nil, false, err
 	}
@@ -182,7 +182,7 @@ func (a *Authenticator) authenticateBound(ctx context.Context, public *jwt.Claim
 	}
 	switch {
 	case k.Pod != nil:
-		pod, err := a.getter.Pod(k.Namespace, k.Pod.Name)
+		pod, err := a.getter.Pod(ctx, k.Namespace, k.Pod.Name)
 		if err := live("pod", k.Namespace+"/"+k.Pod.Name, k.Pod.UID, pod, err); err != nil {
 			return nil, false, err
 		}
@@ -191,12 +191,12 @@ func (a *Authenticator) authenticateBound(ctx context.Context, public *jwt.Claim
 			info.NodeName, info.NodeUID = k.Node.Name, string(k.Node.UID)
 		}
 	case k.Secret != nil:
-		secret, err := a.getter.Secret(k.Namespace, k.Secret.Name)
+		secret, err := a.getter.Secret(ctx, k.Namespace, k.Secret.Name)
 		if err := live("secret", k.Namespace+"/"+k.Secret.Name, k.Secret.UID, secret, err); err != nil {
 			return nil, false, err
 		}
 	case k.Node != nil:
-		node, err := a.getter.Node(k.Node.Name)
+		node, err := a.getter.Node(ctx, k.Node.Name)
 		if err := live("node", k.Node.Name, k.Node.UID, node, err); err != nil {
 			return nil, false, err
 		}
@@ -238,14 +238,14 @@ func (a *Authenticator) authenticateLegacy(ctx context.Context, raw string, publ
 	if err != nil {
 		return nil, false, err
 	}
-	secret, err := a.getter.Secret(c.Namespace, c.SecretName)
+	secret, err := a.getter.Secret(ctx, c.Namespace, c.SecretName)
 	if err := live("secret", c.Namespace+"/"+c.SecretName, "", secret, err); err != nil {
 		return nil, false, err
 	}
 	if subtle.ConstantTimeCompare(secret.Data[corev1.ServiceAccountTokenKey], []byte(raw)) != 1 {
 		return nil, false, fmt.Errorf("legacy service account token no longer matches secret %s/%s", c.Namespace, c.SecretName)
 	}
-	sa, err := a.getter.ServiceAccount(c.Namespace, c.ServiceAccountName)
+	sa, err := a.getter.ServiceAccount(ctx, c.Namespace, c.ServiceAccountName)
 	if err := live("service account", c.Namespace+"/"+c.ServiceAccountName, types.UID(c.ServiceAccountUID), sa, err); err != nil {
 		return nil, false, err
 	}

@@ -49,16 +49,16 @@ func getAs[T any](o objects, kind, namespace, name string) (T, error) {
 	return obj.(T), nil
 }
 
-func (o objects) ServiceAccount(ns, name string) (*corev1.ServiceAccount, error) {
+func (o objects) ServiceAccount(_ context.Context, ns, name string) (*corev1.ServiceAccount, error) {
 	return getAs[*corev1.ServiceAccount](o, "serviceaccounts", ns, name)
 }
-func (o objects) Pod(ns, name string) (*corev1.Pod, error) {
+func (o objects) Pod(_ context.Context, ns, name string) (*corev1.Pod, error) {
 	return getAs[*corev1.Pod](o, "pods", ns, name)
 }
-func (o objects) Secret(ns, name string) (*corev1.Secret, error) {
+func (o objects) Secret(_ context.Context, ns, name string) (*corev1.Secret, error) {
 	return getAs[*corev1.Secret](o, "secrets", ns, name)
 }
-func (o objects) Node(name string) (*corev1.Node, error) {
+func (o objects) Node(_ context.Context, name string) (*corev1.Node, error) {
 	return getAs[*corev1.Node](o, "nodes", "", name)
 }
 

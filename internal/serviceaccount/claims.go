@@ -1,6 +1,8 @@
 package serviceaccount
 
 import (
+	"time"
+
 	"github.com/go-jose/go-jose/v4/jwt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -8,6 +10,16 @@ import (
 
 // LegacyIssuer is the issuer of tokens kept in kubernetes.io/service-account-token secrets.
 const LegacyIssuer = "kubernetes/serviceaccount"
+
+// InjectedTokenSeconds is the lifetime the ServiceAccount admission plugin asks for on a pod's
+// behalf: an hour and seven seconds, an odd figure no client picks, so that TokenRequest can tell
+// the plugin's tokens apart and issue them for ExtendedTokenLifetime with a warnafter claim at
+// the hour. Clients written for the old never-expiring tokens then keep working while their use
+// of tokens past the hour is counted as stale.
+const (
+	InjectedTokenSeconds  = 3607
+	ExtendedTokenLifetime = 365 * 24 * time.Hour
+)
 
 // privateClaims are the "kubernetes.io" claim of a bound token: who the token speaks for and the
 // objects whose life it is tied to.

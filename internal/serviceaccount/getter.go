@@ -37,27 +37,27 @@ func NewInformerGetter(client kubernetes.Interface, f informers.SharedInformerFa
 
 var _ Getter = (*InformerGetter)(nil)
 
-func (g *InformerGetter) ServiceAccount(namespace, name string) (*corev1.ServiceAccount, error) {
+func (g *InformerGetter) ServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
 	return orLive(g.serviceAccounts.ServiceAccounts(namespace).Get(name))(func() (*corev1.ServiceAccount, error) {
-		return g.client.CoreV1().ServiceAccounts(namespace).Get(context.TODO(), name, metav1.GetOptions{})
+		return g.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
 }
 
-func (g *InformerGetter) Pod(namespace, name string) (*corev1.Pod, error) {
+func (g *InformerGetter) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
 	return orLive(g.pods.Pods(namespace).Get(name))(func() (*corev1.Pod, error) {
-		return g.client.CoreV1().Pods(namespace).Get(context.TODO(), name, metav1.GetOptions{})
+		return g.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
 }
 
-func (g *InformerGetter) Secret(namespace, name string) (*corev1.Secret, error) {
+func (g *InformerGetter) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	return orLive(g.secrets.Secrets(namespace).Get(name))(func() (*corev1.Secret, error) {
-		return g.client.CoreV1().Secrets(namespace).Get(context.TODO(), name, metav1.GetOptions{})
+		return g.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
 }
 
-func (g *InformerGetter) Node(name string) (*corev1.Node, error) {
+func (g *InformerGetter) Node(ctx context.Context, name string) (*corev1.Node, error) {
 	return orLive(g.nodes.Get(name))(func() (*corev1.Node, error) {
-		return g.client.CoreV1().Nodes().Get(context.TODO(), name, metav1.GetOptions{})
+		return g.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/idplane/idplane/internal/podwalk"
+	"github.com/idplane/idplane/internal/serviceaccount"
 )
 
 const (
@@ -17,9 +18,6 @@ const (
 	// TokenMountPath is where containers find the token, the cluster CA and their namespace:
 	// the path client libraries read in-cluster credentials from.
 	TokenMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
-	// tokenExpirationSeconds is an hour and seven seconds: the odd seven seconds let the token
-	// issuer recognise tokens of volumes this plugin added, as upstream's issuer does.
-	tokenExpirationSeconds = 3607
 )
 
 // mountToken mounts the token volume read-only at TokenMountPath in every container (init,
@@ -100,7 +98,7 @@ func tokenVolumeSource() *corev1.ProjectedVolumeSource {
 		Sources: []corev1.VolumeProjection{
 			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
 				Path:              "token",
-				ExpirationSeconds: ptr.To(int64(tokenExpirationSeconds)),
+				ExpirationSeconds: ptr.To[int64](serviceaccount.InjectedTokenSeconds),
 			}},
 			{ConfigMap: &corev1.ConfigMapProjection{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},

@@ -2,6 +2,7 @@ package serviceaccount
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -25,15 +26,8 @@ import (
 	"github.com/idplane/idplane/internal/validation"
 )
 
-// Lifetimes of the tokens the ServiceAccount admission plugin asks for on a pod's behalf: a request
-// for exactly InjectedTokenSeconds is issued for ExtendedTokenLifetime instead, whatever the maximum
-// (as upstream), with a warnafter claim at the requested time, so that clients that never reread
-// their token keep working while their use is counted as stale.
-const (
-	InjectedTokenSeconds    = 3607
-	ExtendedTokenLifetime   = 365 * 24 * time.Hour
-	defaultTokenLifetimeSec = 3600
-)
+// defaultTokenLifetimeSec is the lifetime of a token whose request names none.
+const defaultTokenLifetimeSec = 3600
 
 // TokenConfig is how TokenRequests are answered.
 type TokenConfig struct {
@@ -42,7 +36,8 @@ type TokenConfig struct {
 	APIAudiences []string
 	// MaxExpiration, when positive, shortens longer requests to it.
 	MaxExpiration time.Duration
-	// ExtendExpiration issues InjectedTokenSeconds requests bound to pods for a longer time.
+	// ExtendExpiration issues serviceaccount.InjectedTokenSeconds requests bound to pods for
+	// serviceaccount.ExtendedTokenLifetime, whatever the maximum, as upstream.
 	ExtendExpiration bool
 }
 
@@ -125,7 +120,7 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	}
 	if r.extends(req, binding) {
 		issue.WarnAfter = issue.Lifetime
-		issue.Lifetime = ExtendedTokenLifetime
+		issue.Lifetime = serviceaccount.ExtendedTokenLifetime
 	}
 	tok, err := r.config.Issuer.Issue(issue)
 	if err != nil {
@@ -141,7 +136,7 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 // API access: of exactly the injected lifetime, bound to a pod, for the API server itself.
 func (r *tokenREST) extends(req *authenticationv1.TokenRequest, b serviceaccount.Binding) bool {
 	return r.config.ExtendExpiration && b.Pod != nil &&
-		*req.Spec.ExpirationSeconds == InjectedTokenSeconds &&
+		*req.Spec.ExpirationSeconds == serviceaccount.InjectedTokenSeconds &&
 		slices.Equal(req.Spec.Audiences, r.config.APIAudiences)
 }
 
@@ -220,7 +215,8 @@ func statusCode(err error) string {
 	if err == nil {
 		return "201"
 	}
-	if s, ok := err.(apierrors.APIStatus); ok {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
 		return strconv.Itoa(int(s.Status().Code))
 	}
 	return "500"

@@ -74,12 +74,16 @@ var _ authenticator.Token = (*Authenticator)(nil)
 // AuthenticateToken answers (nil, false, nil) for a token that is not a service-account token, and
 // an error naming the reason for one that is but fails any check.
 func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*authenticator.Response, bool, error) {
+	if strings.Count(raw, ".") != 2 {
+		return nil, false, nil
+	}
+	// Checked before anything is decoded: no other authenticator takes JWTs, and none is this long.
+	if len(raw) > MaxTokenLength {
+		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
+	}
 	iss, ok := unverifiedIssuer(raw)
 	if !ok || (iss != LegacyIssuer && !a.issuers.Has(iss)) {
 		return nil, false, nil
-	}
-	if len(raw) > MaxTokenLength {
-		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
 	}
 	tok, err := jwt.ParseSigned(raw, acceptedAlgorithms)
 	if err != nil {
@@ -100,13 +104,10 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	return a.authenticateBound(ctx, &public, &private)
 }
 
-// unverifiedIssuer reads "iss" from a compact JWS without verifying it, only to decide whether the
-// token is one this authenticator answers for.
+// unverifiedIssuer reads "iss" from a compact JWS (three parts) without verifying it, only to decide
+// whether the token is one this authenticator answers for.
 func unverifiedIssuer(raw string) (string, bool) {
 	parts := strings.Split(raw, ".")
-	if len(parts) != 3 {
-		return "", false
-	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
 		return "", false

@@ -48,7 +48,7 @@ type certificateControllers struct {
 // service-account token secrets users create.
 type namespaceContentControllers struct {
 	serviceAccounts *everynamespace.Loop
-	rootCA          *rootcacertpublisher.Publisher
+	rootCA          *everynamespace.Loop
 	tokens          *serviceaccounttokens.Controller
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
+	"github.com/idplane/idplane/internal/controller/everynamespace"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
 	"github.com/idplane/idplane/internal/controller/rootcacertpublisher"
 	"github.com/idplane/idplane/internal/controller/serviceaccount"
@@ -46,8 +47,8 @@ type certificateControllers struct {
 // default ServiceAccount, the CA that verifies the server, and the legacy tokens of the
 // service-account token secrets users create.
 type namespaceContentControllers struct {
-	serviceAccounts *serviceaccount.Controller
-	rootCA          *rootcacertpublisher.Publisher
+	serviceAccounts *everynamespace.Loop
+	rootCA          *everynamespace.Loop
 	tokens          *serviceaccounttokens.Controller
 }
 

@@ -1,5 +1,5 @@
 // Command idplane is the identity and access control plane: `idplane server` runs the API server
-// with its controllers.
+// with its controllers; `idplane gmsa credspec` writes a GMSACredentialSpec for a Windows gMSA.
 package main
 
 import (
@@ -26,7 +26,7 @@ func main() {
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlagSet(klogFlags)
-	root.AddCommand(serverCommand())
+	root.AddCommand(serverCommand(), gmsaCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "idplane:", err)
 		os.Exit(1)

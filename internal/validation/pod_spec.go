@@ -112,6 +112,7 @@ func validatePodSpec(spec *corev1.PodSpec, podName string, fldPath *field.Path) 
 	allErrs = append(allErrs, validateSchedulingGates(spec.SchedulingGates, fldPath.Child("schedulingGates"))...)
 	allErrs = append(allErrs, validateTopologySpreadConstraints(spec.TopologySpreadConstraints, fldPath.Child("topologySpreadConstraints"))...)
 	allErrs = append(allErrs, validateHostUsers(spec, fldPath)...)
+	allErrs = append(allErrs, validatePodWindowsOptions(spec, fldPath)...)
 
 	if sa, saPath := effectiveServiceAccountName(spec, fldPath); sa != "" {
 		allErrs = append(allErrs, nameErrors(apivalidation.ValidateServiceAccountName, sa, saPath)...)

@@ -14,6 +14,7 @@ const (
 	msgEmpty         = "cannot be an empty string"
 	msgControl       = "cannot contain control characters"
 	msgBackslashes   = "more than one backslash"
+	msgNameLength    = "runAsUserName must be at most 256 characters"
 	msgDomainLength  = "Domain length must be under 256"
 	msgDomainFormat  = "Domain doesn't match the NetBios nor the DNS format"
 	msgUserEmpty     = "User cannot be empty"
@@ -118,18 +119,19 @@ func TestRunAsUserName(t *testing.T) {
 		{name: "DNS label with trailing hyphen", in: `corp-.example.com\user`, want: []string{msgDomainFormat}},
 		{name: "DNS empty label", in: `corp..example.com\user`, want: []string{msgDomainFormat}},
 		{name: "DNS domain with underscore", in: `my_corp.example.com\user`, want: []string{msgDomainFormat}},
-		{name: "DNS domain of 255", in: dnsDomainOfLength(255) + `\user`},
-		{name: "DNS domain of 256", in: dnsDomainOfLength(256) + `\user`, want: []string{msgDomainLength}},
-		{name: "DNS domain of 257", in: dnsDomainOfLength(257) + `\user`, want: []string{msgDomainLength}},
-		{name: "domain of 256 that is neither", in: strings.Repeat("a", 256) + `\user`, want: []string{msgDomainLength, msgDomainFormat}},
+		{name: "DNS domain of 254 with a one-letter user: 256 in all", in: dnsDomainOfLength(254) + `\u`},
+		{name: "DNS domain of 255: the domain fits, the whole name not", in: dnsDomainOfLength(255) + `\user`, want: []string{msgNameLength}},
+		{name: "DNS domain of 256", in: dnsDomainOfLength(256) + `\user`, want: []string{msgNameLength, msgDomainLength}},
+		{name: "DNS domain of 257", in: dnsDomainOfLength(257) + `\user`, want: []string{msgNameLength, msgDomainLength}},
+		{name: "domain of 256 that is neither", in: strings.Repeat("a", 256) + `\user`, want: []string{msgNameLength, msgDomainLength, msgDomainFormat}},
 
-		// Whole name: upstream bounds the two parts, not the whole, so 256 and more pass.
+		// Whole name: at most 256 characters, as the issue asks (upstream bounds only the parts).
 		{name: "name of 255", in: dnsDomainOfLength(150) + `\` + user(104)},
 		{name: "name of 256", in: dnsDomainOfLength(151) + `\` + user(104)},
-		{name: "name of 257", in: dnsDomainOfLength(152) + `\` + user(104)},
-		{name: "longest name, 360", in: dnsDomainOfLength(255) + `\` + user(104)},
-		{name: "name of 361 with a long user", in: dnsDomainOfLength(255) + `\` + user(105), want: []string{msgUserLength}},
-		{name: "name of 361 with a long domain", in: dnsDomainOfLength(256) + `\` + user(104), want: []string{msgDomainLength}},
+		{name: "name of 257", in: dnsDomainOfLength(152) + `\` + user(104), want: []string{msgNameLength}},
+		{name: "name of 360", in: dnsDomainOfLength(255) + `\` + user(104), want: []string{msgNameLength}},
+		{name: "name of 361 with a long user", in: dnsDomainOfLength(255) + `\` + user(105), want: []string{msgNameLength, msgUserLength}},
+		{name: "name of 361 with a long domain", in: dnsDomainOfLength(256) + `\` + user(104), want: []string{msgNameLength, msgDomainLength}},
 
 		// Characters the user part may not hold (the backslash is the separator).
 		{name: `user with "`, in: `a"b`, want: []string{msgForbidden}},
@@ -211,7 +213,7 @@ func FuzzRunAsUserName(f *testing.F) {
 			return
 		}
 
-		if len(name) > maxRunAsUserNameDomainBytes+1+maxRunAsUserNameUserBytes {
+		if len(name) > maxRunAsUserNameBytes {
 			t.Fatalf("accepted %q of %d bytes", name, len(name))
 		}
 		for _, r := range name {

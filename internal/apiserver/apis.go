@@ -38,6 +38,7 @@ import (
 	"github.com/idplane/idplane/internal/registry/rbac/rolebinding"
 	"github.com/idplane/idplane/internal/registry/storage/csinode"
 	"github.com/idplane/idplane/internal/registry/storage/volumeattachment"
+	"github.com/idplane/idplane/internal/registry/windows/gmsacredentialspec"
 )
 
 // apiDeps are what the resources' storage is built from.
@@ -124,6 +125,7 @@ var groups = []apiGroup{
 		[]restConstructor{stored(certificatesigningrequest.NewREST), stored(clustertrustbundle.NewREST)}, nil},
 	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}, nil},
 	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}, nil},
+	{"windows.k8s.io", []apiVersion{{name: "v1"}, {name: "v1alpha1"}}, []restConstructor{stored(gmsacredentialspec.NewREST)}, nil},
 }
 
 func stored(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)) restConstructor {

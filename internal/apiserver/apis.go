@@ -124,7 +124,7 @@ var groups = []apiGroup{
 	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests"}}},
 		[]restConstructor{stored(certificatesigningrequest.NewREST), stored(clustertrustbundle.NewREST)}, nil},
 	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}, nil},
-	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}, nil},
+	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New(gmsacredentialspec.CRD()))}, nil},
 	{"windows.k8s.io", []apiVersion{{name: "v1"}, {name: "v1alpha1"}}, []restConstructor{stored(gmsacredentialspec.NewREST)}, nil},
 }
 

@@ -5,8 +5,7 @@
 # so they must be regenerated whenever an API package changes.
 set -euo pipefail
 
-# API packages that get OpenAPI definitions. Later issues append their own
-# idplane API packages here (for example github.com/idplane/idplane/api/windows/v1).
+# API packages that get OpenAPI definitions.
 API_PKGS=(
   k8s.io/api/core/v1
   k8s.io/api/coordination/v1
@@ -23,6 +22,12 @@ API_PKGS=(
   k8s.io/apimachinery/pkg/version
   k8s.io/apimachinery/pkg/api/resource
   k8s.io/apimachinery/pkg/util/intstr
+)
+# idplane's own API packages: not read-only, since openapi-gen writes their OpenAPIModelName
+# methods (zz_generated.model_name.go) next to the types.
+OWN_API_PKGS=(
+  github.com/idplane/idplane/api/windows/v1
+  github.com/idplane/idplane/api/windows/v1alpha1
 )
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -57,4 +62,4 @@ mkdir -p "${OUTPUT_DIR}"
   --go-header-file hack/boilerplate.go.txt \
   --report-filename hack/api-violations.list \
   "${readonly_flags[@]}" \
-  "${API_PKGS[@]}"
+  "${API_PKGS[@]}" "${OWN_API_PKGS[@]}"

@@ -2,16 +2,21 @@ package apiserver
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/emicklei/go-restful/v3"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	"github.com/idplane/idplane/internal/registry/apiextensions/customresourcedefinition"
 	"github.com/idplane/idplane/internal/registry/authentication/selfsubjectreview"
 	"github.com/idplane/idplane/internal/registry/authentication/tokenreview"
@@ -38,6 +43,7 @@ import (
 	"github.com/idplane/idplane/internal/registry/rbac/rolebinding"
 	"github.com/idplane/idplane/internal/registry/storage/csinode"
 	"github.com/idplane/idplane/internal/registry/storage/volumeattachment"
+	"github.com/idplane/idplane/internal/registry/windows/gmsacredentialspec"
 )
 
 // apiDeps are what the resources' storage is built from.
@@ -123,7 +129,8 @@ var groups = []apiGroup{
 	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests"}}},
 		[]restConstructor{stored(certificatesigningrequest.NewREST), stored(clustertrustbundle.NewREST)}, nil},
 	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}, nil},
-	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New())}, nil},
+	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New(gmsacredentialspec.CRD()))}, nil},
+	{"windows.k8s.io", []apiVersion{{name: "v1"}, {name: "v1alpha1"}}, []restConstructor{stored(gmsacredentialspec.NewREST)}, nil},
 }
 
 func stored(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)) restConstructor {
@@ -168,6 +175,55 @@ func installAPIs(srv *genericapiserver.GenericAPIServer, d apiDeps) error {
 		if err != nil {
 			return fmt.Errorf("installing API group %q: %w", g.group, err)
 		}
+	}
+	for _, gr := range freeForm {
+		if err := refuseStrategicMergePatch(srv.Handler.GoRestfulContainer, gr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freeForm are the resources whose objects hold free-form JSON documents. A strategic merge patch
+// cannot reach inside those: it looks every key up in the Go type, and the library answers 500 for
+// a key it does not find. Like custom resources, they therefore take every patch type but that
+// one, and say so in the OpenAPI documents, so kubectl apply and patch choose a JSON merge patch;
+// server-side apply merges the documents field by field.
+var freeForm = []schema.GroupResource{windowsv1.Resource("gmsacredentialspecs")}
+
+// refuseStrategicMergePatch removes strategic merge patch from what the resource's PATCH routes
+// consume, in every served version: go-restful then answers 415 and the OpenAPI documents, built
+// from the routes, leave it out.
+func refuseStrategicMergePatch(c *restful.Container, gr schema.GroupResource) error {
+	isPatch := func(r restful.Route) bool {
+		return r.Method == http.MethodPatch && strings.HasSuffix(r.Path, "/"+gr.Resource+"/{name}")
+	}
+	isStrategic := func(mediaType string) bool { return mediaType == string(types.StrategicMergePatchType) }
+	changed := 0
+	for _, ws := range c.RegisteredWebServices() {
+		if !strings.HasPrefix(ws.RootPath(), "/apis/"+gr.Group+"/") {
+			continue
+		}
+		// While a web service's routes are static, as the library's are, Routes returns the
+		// service's own slice, so the routes change in place. Checked below rather than trusted.
+		routes := ws.Routes()
+		for i := range routes {
+			if isPatch(routes[i]) {
+				routes[i].Consumes = slices.DeleteFunc(slices.Clone(routes[i].Consumes), isStrategic)
+			}
+		}
+		for _, r := range ws.Routes() {
+			if !isPatch(r) {
+				continue
+			}
+			if slices.ContainsFunc(r.Consumes, isStrategic) {
+				return fmt.Errorf("removing strategic merge patch from %s %s: the route did not change", r.Method, r.Path)
+			}
+			changed++
+		}
+	}
+	if changed == 0 {
+		return fmt.Errorf("removing strategic merge patch from %s: no PATCH route found", gr)
 	}
 	return nil
 }

@@ -17,7 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
+	windowsv1alpha1 "github.com/idplane/idplane/api/windows/v1alpha1"
 	csrv1beta1 "github.com/idplane/idplane/internal/conversion/certificatesv1beta1"
+	gmsav1alpha1 "github.com/idplane/idplane/internal/conversion/windowsv1alpha1"
 	"github.com/idplane/idplane/internal/defaults"
 	"github.com/idplane/idplane/internal/registry/fieldlabels"
 )
@@ -79,6 +82,11 @@ var served = []struct {
 	{apiextensionsv1.SchemeGroupVersion, apiextensionsv1.AddToScheme, []runtime.Object{
 		&apiextensionsv1.CustomResourceDefinition{}, &apiextensionsv1.CustomResourceDefinitionList{},
 	}},
+	{windowsv1.SchemeGroupVersion, windowsv1.AddToScheme, []runtime.Object{
+		&windowsv1.GMSACredentialSpec{}, &windowsv1.GMSACredentialSpecList{},
+	}},
+	// v1alpha1, the GMSA design's version, converts to and from v1 (see init).
+	{windowsv1alpha1.SchemeGroupVersion, windowsv1alpha1.AddToScheme, nil},
 }
 
 func init() {
@@ -105,6 +113,7 @@ func init() {
 			&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
 	}
 	utilruntime.Must(csrv1beta1.AddToScheme(Scheme))
+	utilruntime.Must(gmsav1alpha1.AddToScheme(Scheme))
 	utilruntime.Must(fieldlabels.Register(Scheme))
 	defaults.RegisterDefaults(Scheme)
 }

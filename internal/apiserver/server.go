@@ -33,6 +33,7 @@ import (
 	"k8s.io/component-base/compatibility"
 	"k8s.io/klog/v2"
 
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	"github.com/idplane/idplane/internal/admission"
 	"github.com/idplane/idplane/internal/authn"
 	"github.com/idplane/idplane/internal/authz"
@@ -298,6 +299,8 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 		Codecs, encoding, resourceConfig, nil)
 	// CRDs are never stored; JSON keeps the storage factory from asking for a protobuf codec.
 	storageFactory.SetSerializer(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "application/json", nil)
+	// idplane's own types have no protobuf form.
+	storageFactory.SetSerializer(windowsv1.Resource("gmsacredentialspecs"), "application/json", nil)
 	if err := etcdOpts.ApplyWithStorageFactoryTo(storageFactory, cfg); err != nil {
 		return nil, fmt.Errorf("configuring etcd storage: %w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
+
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 )
 
 func nodeReady(s corev1.ConditionStatus) []corev1.NodeCondition {
@@ -219,6 +221,15 @@ func TestRows(t *testing.T) {
 				Status: storagev1.VolumeAttachmentStatus{Attached: true},
 			},
 			want: []any{"csi-123", "csi.example.com", "pv1", "n1", true, "<unknown>"},
+		},
+		{
+			name:      "gmsa credential spec",
+			convertor: GMSACredentialSpecs,
+			obj: &windowsv1.GMSACredentialSpec{
+				ObjectMeta: metav1.ObjectMeta{Name: "webapp1-credspec", CreationTimestamp: ago(90 * time.Second)},
+				CredSpec:   windowsv1.CredSpec{Raw: []byte(`{"CmsPlugins":["ActiveDirectory"]}`)},
+			},
+			want: []any{"webapp1-credspec", "90s"},
 		},
 		{
 			name:      "csi node counts drivers",

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/ptr"
+
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 )
 
 var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -189,6 +191,7 @@ func TestColumns(t *testing.T) {
 		{"volume attachments", VolumeAttachments, &storagev1.VolumeAttachment{}, "Name", nil},
 		{"csi nodes", CSINodes, &storagev1.CSINode{}, "Name", nil},
 		{"csrs", CertificateSigningRequests, &certificatesv1.CertificateSigningRequest{}, "Name", nil},
+		{"gmsa credential specs", GMSACredentialSpecs, &windowsv1.GMSACredentialSpec{}, "Name", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

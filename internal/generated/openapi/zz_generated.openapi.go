@@ -10,7 +10,9 @@ Copyright idplane authors.
 package openapi
 
 import (
-	v1 "k8s.io/api/authentication/v1"
+	v1 "github.com/idplane/idplane/api/windows/v1"
+	v1alpha1 "github.com/idplane/idplane/api/windows/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1beta1 "k8s.io/api/certificates/v1beta1"
@@ -31,16 +33,22 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		v1.BoundObjectReference{}.OpenAPIModelName():                           schema_k8sio_api_authentication_v1_BoundObjectReference(ref),
-		v1.SelfSubjectReview{}.OpenAPIModelName():                              schema_k8sio_api_authentication_v1_SelfSubjectReview(ref),
-		v1.SelfSubjectReviewStatus{}.OpenAPIModelName():                        schema_k8sio_api_authentication_v1_SelfSubjectReviewStatus(ref),
-		v1.TokenRequest{}.OpenAPIModelName():                                   schema_k8sio_api_authentication_v1_TokenRequest(ref),
-		v1.TokenRequestSpec{}.OpenAPIModelName():                               schema_k8sio_api_authentication_v1_TokenRequestSpec(ref),
-		v1.TokenRequestStatus{}.OpenAPIModelName():                             schema_k8sio_api_authentication_v1_TokenRequestStatus(ref),
-		v1.TokenReview{}.OpenAPIModelName():                                    schema_k8sio_api_authentication_v1_TokenReview(ref),
-		v1.TokenReviewSpec{}.OpenAPIModelName():                                schema_k8sio_api_authentication_v1_TokenReviewSpec(ref),
-		v1.TokenReviewStatus{}.OpenAPIModelName():                              schema_k8sio_api_authentication_v1_TokenReviewStatus(ref),
-		v1.UserInfo{}.OpenAPIModelName():                                       schema_k8sio_api_authentication_v1_UserInfo(ref),
+		v1.CredSpec{}.OpenAPIModelName():                                       v1.CredSpec{}.OpenAPIDefinition(),
+		v1.GMSACredentialSpec{}.OpenAPIModelName():                             schema_idplane_api_windows_v1_GMSACredentialSpec(ref),
+		v1.GMSACredentialSpecList{}.OpenAPIModelName():                         schema_idplane_api_windows_v1_GMSACredentialSpecList(ref),
+		v1alpha1.CredSpec{}.OpenAPIModelName():                                 v1alpha1.CredSpec{}.OpenAPIDefinition(),
+		v1alpha1.GMSACredentialSpec{}.OpenAPIModelName():                       schema_idplane_api_windows_v1alpha1_GMSACredentialSpec(ref),
+		v1alpha1.GMSACredentialSpecList{}.OpenAPIModelName():                   schema_idplane_api_windows_v1alpha1_GMSACredentialSpecList(ref),
+		authenticationv1.BoundObjectReference{}.OpenAPIModelName():             schema_k8sio_api_authentication_v1_BoundObjectReference(ref),
+		authenticationv1.SelfSubjectReview{}.OpenAPIModelName():                schema_k8sio_api_authentication_v1_SelfSubjectReview(ref),
+		authenticationv1.SelfSubjectReviewStatus{}.OpenAPIModelName():          schema_k8sio_api_authentication_v1_SelfSubjectReviewStatus(ref),
+		authenticationv1.TokenRequest{}.OpenAPIModelName():                     schema_k8sio_api_authentication_v1_TokenRequest(ref),
+		authenticationv1.TokenRequestSpec{}.OpenAPIModelName():                 schema_k8sio_api_authentication_v1_TokenRequestSpec(ref),
+		authenticationv1.TokenRequestStatus{}.OpenAPIModelName():               schema_k8sio_api_authentication_v1_TokenRequestStatus(ref),
+		authenticationv1.TokenReview{}.OpenAPIModelName():                      schema_k8sio_api_authentication_v1_TokenReview(ref),
+		authenticationv1.TokenReviewSpec{}.OpenAPIModelName():                  schema_k8sio_api_authentication_v1_TokenReviewSpec(ref),
+		authenticationv1.TokenReviewStatus{}.OpenAPIModelName():                schema_k8sio_api_authentication_v1_TokenReviewStatus(ref),
+		authenticationv1.UserInfo{}.OpenAPIModelName():                         schema_k8sio_api_authentication_v1_UserInfo(ref),
 		authorizationv1.FieldSelectorAttributes{}.OpenAPIModelName():           schema_k8sio_api_authorization_v1_FieldSelectorAttributes(ref),
 		authorizationv1.LabelSelectorAttributes{}.OpenAPIModelName():           schema_k8sio_api_authorization_v1_LabelSelectorAttributes(ref),
 		authorizationv1.LocalSubjectAccessReview{}.OpenAPIModelName():          schema_k8sio_api_authorization_v1_LocalSubjectAccessReview(ref),
@@ -456,6 +464,192 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
+func schema_idplane_api_windows_v1_GMSACredentialSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GMSACredentialSpec is the credential spec of a Windows Group Managed Service Account (GMSA). Pods name it in securityContext.windowsOptions.gmsaCredentialSpecName; the container runtime receives its credspec. Cluster-scoped, so pods of any namespace may name it; who may use it is decided by RBAC verb \"use\" on the object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object's metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"credspec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "credspec is the credential spec document, as the Windows container runtime takes it (ActiveDirectoryConfig, CmsPlugins, DomainJoinConfig...). It is kept exactly as written, fields the server does not know included. It must be a JSON object of at most 64 KiB (compact JSON) nesting at most 32 levels deep.",
+							Ref:         ref(v1.CredSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"credspec"},
+			},
+		},
+		Dependencies: []string{
+			v1.CredSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_idplane_api_windows_v1_GMSACredentialSpecList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GMSACredentialSpecList is a list of GMSACredentialSpecs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "items are the credential specs.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.GMSACredentialSpec{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1.GMSACredentialSpec{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_idplane_api_windows_v1alpha1_GMSACredentialSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GMSACredentialSpec is the credential spec of a Windows Group Managed Service Account (GMSA). Pods name it in securityContext.windowsOptions.gmsaCredentialSpecName; the container runtime receives its credspec. Cluster-scoped, so pods of any namespace may name it; who may use it is decided by RBAC verb \"use\" on the object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object's metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"credspec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "credspec is the credential spec document, as the Windows container runtime takes it (ActiveDirectoryConfig, CmsPlugins, DomainJoinConfig...). It is kept exactly as written, fields the server does not know included. It must be a JSON object of at most 64 KiB (compact JSON) nesting at most 32 levels deep.",
+							Ref:         ref(v1alpha1.CredSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"credspec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.CredSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_idplane_api_windows_v1alpha1_GMSACredentialSpecList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GMSACredentialSpecList is a list of GMSACredentialSpecs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "items are the credential specs.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.GMSACredentialSpec{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.GMSACredentialSpec{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
 func schema_k8sio_api_authentication_v1_BoundObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -529,14 +723,14 @@ func schema_k8sio_api_authentication_v1_SelfSubjectReview(ref common.ReferenceCa
 						SchemaProps: spec.SchemaProps{
 							Description: "status is filled in by the server with the user attributes.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.SelfSubjectReviewStatus{}.OpenAPIModelName()),
+							Ref:         ref(authenticationv1.SelfSubjectReviewStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.SelfSubjectReviewStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+			authenticationv1.SelfSubjectReviewStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -551,14 +745,14 @@ func schema_k8sio_api_authentication_v1_SelfSubjectReviewStatus(ref common.Refer
 						SchemaProps: spec.SchemaProps{
 							Description: "userInfo is a set of attributes belonging to the user making this request.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.UserInfo{}.OpenAPIModelName()),
+							Ref:         ref(authenticationv1.UserInfo{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.UserInfo{}.OpenAPIModelName()},
+			authenticationv1.UserInfo{}.OpenAPIModelName()},
 	}
 }
 
@@ -594,21 +788,21 @@ func schema_k8sio_api_authentication_v1_TokenRequest(ref common.ReferenceCallbac
 						SchemaProps: spec.SchemaProps{
 							Description: "spec holds information about the request being evaluated",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.TokenRequestSpec{}.OpenAPIModelName()),
+							Ref:         ref(authenticationv1.TokenRequestSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "status is filled in by the server and indicates whether the token can be authenticated.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.TokenRequestStatus{}.OpenAPIModelName()),
+							Ref:         ref(authenticationv1.TokenRequestStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.TokenRequestSpec{}.OpenAPIModelName(), v1.TokenRequestStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+			authenticationv1.TokenRequestSpec{}.OpenAPIModelName(), authenticationv1.TokenRequestStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -648,7 +842,7 @@ func schema_k8sio_api_authentication_v1_TokenRequestSpec(ref common.ReferenceCal
 					"boundObjectRef": {
 						SchemaProps: spec.SchemaProps{
 							Description: "boundObjectRef is a reference to an object that the token will be bound to. The token will only be valid for as long as the bound object exists. NOTE: The API server's TokenReview endpoint will validate the BoundObjectRef, but other audiences may not. Keep ExpirationSeconds small if you want prompt revocation.",
-							Ref:         ref(v1.BoundObjectReference{}.OpenAPIModelName()),
+							Ref:         ref(authenticationv1.BoundObjectReference{}.OpenAPIModelName()),
 						},
 					},
 					"attestations": {
@@ -677,7 +871,7 @@ func schema_k8sio_api_authentication_v1_TokenRequestSpec(ref common.ReferenceCal
 			},
 		},
 		Dependencies: []string{
-			v1.BoundObjectReference{}.OpenAPIModelName()},
+			authenticationv1.BoundObjectReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -742,14 +936,14 @@ func schema_k8sio_api_authentication_v1_TokenReview(ref common.ReferenceCallback
 						SchemaProps: spec.SchemaProps{
 							Description: "spec holds information about the request being evaluated",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.TokenReviewSpec{}.OpenAPIModelName()),
+							Ref:         ref(authenticationv1.TokenReviewSpec{}.OpenAPIModelName()),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
 							Description: "status is filled in by the server and indicates whether the request can be authenticated.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.TokenReviewStatus{}.OpenAPIModelName()),
+							Ref:         ref(authenticationv1.TokenReviewStatus{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -757,7 +951,7 @@ func schema_k8sio_api_authentication_v1_TokenReview(ref common.ReferenceCallback
 			},
 		},
 		Dependencies: []string{
-			v1.TokenReviewSpec{}.OpenAPIModelName(), v1.TokenReviewStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+			authenticationv1.TokenReviewSpec{}.OpenAPIModelName(), authenticationv1.TokenReviewStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -819,7 +1013,7 @@ func schema_k8sio_api_authentication_v1_TokenReviewStatus(ref common.ReferenceCa
 						SchemaProps: spec.SchemaProps{
 							Description: "user is the UserInfo associated with the provided token.",
 							Default:     map[string]interface{}{},
-							Ref:         ref(v1.UserInfo{}.OpenAPIModelName()),
+							Ref:         ref(authenticationv1.UserInfo{}.OpenAPIModelName()),
 						},
 					},
 					"audiences": {
@@ -852,7 +1046,7 @@ func schema_k8sio_api_authentication_v1_TokenReviewStatus(ref common.ReferenceCa
 			},
 		},
 		Dependencies: []string{
-			v1.UserInfo{}.OpenAPIModelName()},
+			authenticationv1.UserInfo{}.OpenAPIModelName()},
 	}
 }
 

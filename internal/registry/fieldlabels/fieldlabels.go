@@ -18,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
+	windowsv1alpha1 "github.com/idplane/idplane/api/windows/v1alpha1"
 )
 
 // kind is one kind's selectable fields beyond metadata.name (and metadata.namespace when namespaced).
@@ -97,6 +100,9 @@ func init() {
 	add(kind{certificatesv1.SchemeGroupVersion.WithKind("ClusterTrustBundle"), false, &certificatesv1.ClusterTrustBundle{}, func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.signerName": o.(*certificatesv1.ClusterTrustBundle).Spec.SignerName}
 	}})
+	for _, gv := range []schema.GroupVersion{windowsv1.SchemeGroupVersion, windowsv1alpha1.SchemeGroupVersion} {
+		add(kind{gv.WithKind("GMSACredentialSpec"), false, nil, nil})
+	}
 	// Selectors on v1beta1 lists name the same fields; the objects filtered are the stored v1 ones.
 	add(kind{certificatesv1beta1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), false, &certificatesv1.CertificateSigningRequest{}, func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}

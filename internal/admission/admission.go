@@ -15,6 +15,7 @@ import (
 	"github.com/idplane/idplane/internal/admission/certificates/ctbattest"
 	"github.com/idplane/idplane/internal/admission/certificates/signing"
 	"github.com/idplane/idplane/internal/admission/certificates/subjectrestriction"
+	"github.com/idplane/idplane/internal/admission/gmsa"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
 	"github.com/idplane/idplane/internal/admission/serviceaccount"
 )
@@ -34,6 +35,7 @@ var plugins = []struct {
 	{signing.PluginName, signing.Register},
 	{subjectrestriction.PluginName, subjectrestriction.Register},
 	{ctbattest.PluginName, ctbattest.Register},
+	{gmsa.PluginName, gmsa.Register},
 }
 
 // NewOptions returns admission options whose default is every plugin on, in order.
@@ -66,14 +68,28 @@ type WantsAPIAudiences interface {
 	SetAPIAudiences(authenticator.Audiences)
 }
 
-var _ WantsAPIAudiences = (*noderestriction.Plugin)(nil)
+// WantsGMSAConfig is a plugin that needs where GMSACredentialSpecs come from.
+type WantsGMSAConfig interface {
+	SetGMSAConfig(gmsa.Config)
+}
 
-// AudiencesInitializer gives plugins the API audiences.
-type AudiencesInitializer authenticator.Audiences
+var (
+	_ WantsAPIAudiences = (*noderestriction.Plugin)(nil)
+	_ WantsGMSAConfig   = (*gmsa.Plugin)(nil)
+)
+
+// Initializer gives idplane's plugins what the library's initializers do not.
+type Initializer struct {
+	APIAudiences authenticator.Audiences
+	GMSA         gmsa.Config
+}
 
 // Initialize implements the library's plugin initializer.
-func (i AudiencesInitializer) Initialize(p admission.Interface) {
+func (i Initializer) Initialize(p admission.Interface) {
 	if w, ok := p.(WantsAPIAudiences); ok {
-		w.SetAPIAudiences(authenticator.Audiences(i))
+		w.SetAPIAudiences(i.APIAudiences)
+	}
+	if w, ok := p.(WantsGMSAConfig); ok {
+		w.SetGMSAConfig(i.GMSA)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/idplane/idplane/internal/admission"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
 	"github.com/idplane/idplane/internal/authz"
+	"github.com/idplane/idplane/internal/gmsa"
 )
 
 // Options are the settings of `idplane server`. The zero-flag defaults give a working control
@@ -41,6 +42,8 @@ type Options struct {
 	Admission                *genericoptions.AdmissionOptions
 
 	ServiceAccounts ServiceAccountOptions
+	// GMSA are the cluster admin's choices for the GMSA admission plugin.
+	GMSA gmsa.Options
 
 	// ClusterSigningDuration caps the lifetime of certificates the built-in signers issue.
 	ClusterSigningDuration time.Duration
@@ -128,6 +131,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&sa.MaxTokenExpiration, "service-account-max-token-expiration", sa.MaxTokenExpiration, "Longest lifetime of a requested service-account token; longer requests are shortened (0: no limit).")
 	fs.BoolVar(&sa.ExtendTokenExpiration, "service-account-extend-token-expiration", sa.ExtendTokenExpiration, "Issue the tokens the ServiceAccount admission plugin requests for pods (3607 s) for a year, with a warnafter claim at the requested expiry.")
 	fs.StringVar(&sa.JWKSURI, "service-account-jwks-uri", sa.JWKSURI, "URL of the key set published in OIDC discovery, when relying parties fetch it elsewhere than from this server (https).")
+	fs.BoolVar(&o.GMSA.AuthorizeRequester, "gmsa-authorize-requester", o.GMSA.AuthorizeRequester, "GMSA admission also checks that the user creating a pod may use the GMSACredentialSpecs it names, not only the pod's service account.")
+	fs.BoolVar(&o.GMSA.AlphaAnnotations, "gmsa-alpha-annotations", o.GMSA.AlphaAnnotations, "GMSA admission also expands and checks the alpha annotations (pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name and friends), for clusters migrating from alpha.")
 	o.Admission.AddFlags(fs)
 	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest lifetime of a certificate the built-in kubernetes.io signers issue; a CSR's expirationSeconds can only shorten it.")
 	for _, s := range clusterSigners {

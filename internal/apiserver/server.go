@@ -28,6 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/compatibility"
@@ -35,6 +36,7 @@ import (
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	"github.com/idplane/idplane/internal/admission"
+	gmsaadmission "github.com/idplane/idplane/internal/admission/gmsa"
 	"github.com/idplane/idplane/internal/authn"
 	"github.com/idplane/idplane/internal/authz"
 	"github.com/idplane/idplane/internal/authz/node"
@@ -305,8 +307,13 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 		return nil, fmt.Errorf("configuring etcd storage: %w", err)
 	}
 
-	if err := o.Admission.ApplyTo(cfg, informerFactory, client, dyn, cfg.FeatureGate, cfg.EffectiveVersion,
-		admission.AudiencesInitializer(in.tokens.audiences)); err != nil {
+	// idplane's own resources have no typed informers: GMSACredentialSpecs come from a dynamic one.
+	dynamicInformers := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 10*time.Minute)
+	ownInitializer := admission.Initializer{
+		APIAudiences: in.tokens.audiences,
+		GMSA:         gmsaadmission.Config{Specs: gmsaadmission.NewInformerCredSpecs(dynamicInformers, dyn), Options: o.GMSA},
+	}
+	if err := o.Admission.ApplyTo(cfg, informerFactory, client, dyn, cfg.FeatureGate, cfg.EffectiveVersion, ownInitializer); err != nil {
 		return nil, fmt.Errorf("configuring admission: %w", err)
 	}
 
@@ -338,6 +345,13 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 		return nil, err
 	}
 	approving, err := csrApprovingController(client, cfg.Authorization.Authorizer, informerFactory)
+	if err != nil {
+		return nil, err
+	}
+	err = srv.AddPostStartHook("start-dynamic-informers", func(ctx genericapiserver.PostStartHookContext) error {
+		dynamicInformers.Start(ctx.Done())
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}

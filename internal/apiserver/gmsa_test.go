@@ -1,0 +1,100 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	gmsaadmission "github.com/idplane/idplane/internal/admission/gmsa"
+)
+
+// webapp1CredSpec is the design's example credential spec.
+var webapp1CredSpec = map[string]any{
+	"ActiveDirectoryConfig": map[string]any{"GroupManagedServiceAccounts": []any{
+		map[string]any{"Name": "WebApplication1", "Scope": "CONTOSO"},
+		map[string]any{"Name": "WebApplication1", "Scope": "contoso.com"},
+	}},
+	"CmsPlugins": []any{"ActiveDirectory"},
+	"DomainJoinConfig": map[string]any{
+		"DnsName": "contoso.com", "DnsTreeName": "contoso.com", "Guid": "244818ae-87ca-4fcd-92ec-e79e5252348a",
+		"MachineAccountName": "WebApplication1", "NetBiosName": "CONTOSO", "Sid": "S-1-5-21-2126729477-2524075714-3094792973",
+	},
+}
+
+// gmsaPod is a Windows pod running as account whose container names the credential spec.
+func gmsaPod(name, account, spec string) *corev1.Pod {
+	return newPod(name, func(p *corev1.Pod) {
+		p.Spec.ServiceAccountName = account
+		p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{GMSACredentialSpecName: ptr(spec)}}
+	})
+}
+
+// TestGMSAUserStory runs the design's user story through the server: an admin creates a
+// credential spec and lets one service account use it; a pod of that account naming the spec is
+// expanded and admitted, the same pod with another account is refused.
+func TestGMSAUserStory(t *testing.T) {
+	s := startTestServer(t, t.TempDir(), nil)
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(s.config)
+	_, err := dyn.Resource(gmsaadmission.Resource).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "windows.k8s.io/v1", "kind": "GMSACredentialSpec",
+		"metadata": map[string]any{"name": "webapp1-credspec"},
+		"credspec": webapp1CredSpec,
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the credential spec: %v", err)
+	}
+	mustCreate(t, s.client.RbacV1().ClusterRoles().Create, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "webapp1-credspec-user"},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"windows.k8s.io"}, Resources: []string{"gmsacredentialspecs"},
+			Verbs: []string{"use"}, ResourceNames: []string{"webapp1-credspec"},
+		}},
+	})
+	mustCreate(t, s.client.RbacV1().RoleBindings("default").Create, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "webapp1-credspec"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "webapp1-credspec-user"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "webapp1"}},
+	})
+	ensureServiceAccount(t, s.client, "default", "webapp1")
+	ensureServiceAccount(t, s.client, "default", "other")
+	pods := s.client.CoreV1().Pods("default")
+
+	var admitted *corev1.Pod
+	eventually(t, "the pod of the allowed account is admitted", func() error {
+		admitted, err = pods.Create(ctx, gmsaPod("iis", "webapp1", "webapp1-credspec"), metav1.CreateOptions{})
+		return err
+	})
+	var got map[string]any
+	contents := *admitted.Spec.Containers[0].SecurityContext.WindowsOptions.GMSACredentialSpec
+	if err := json.Unmarshal([]byte(contents), &got); err != nil {
+		t.Fatalf("expanded contents %q: %v", contents, err)
+	}
+	want, _ := json.Marshal(webapp1CredSpec)
+	if have, _ := json.Marshal(got); string(have) != string(want) {
+		t.Errorf("expanded contents = %s, want the spec's credspec %s", have, want)
+	}
+
+	_, err = pods.Create(ctx, gmsaPod("iis-other", "other", "webapp1-credspec"), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "webapp1-credspec") || !strings.Contains(err.Error(), "system:serviceaccount:default:other") {
+		t.Errorf("pod of another account: %v, want 403 naming the spec and the account", err)
+	}
+	_, err = pods.Create(ctx, gmsaPod("iis-unknown", "webapp1", "nope"), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("pod naming an unknown spec: %v, want 422 naming it", err)
+	}
+	forged := gmsaPod("iis-forged", "webapp1", "webapp1-credspec")
+	forged.Spec.Containers[0].SecurityContext.WindowsOptions.GMSACredentialSpec = ptr(`{"CmsPlugins":["ActiveDirectory"]}`)
+	if _, err := pods.Create(ctx, forged, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("pod with contents other than the spec's: %v, want 422", err)
+	}
+}

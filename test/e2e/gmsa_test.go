@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"fmt"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // designExample is the GMSACredentialSpec of the GMSA design, as its users have it on disk.
@@ -146,4 +149,64 @@ func TestGMSACredentialSpecs(t *testing.T) {
 			t.Errorf("delete printed %q", out)
 		}
 	})
+}
+
+// TestGMSAUserStory follows the README: a credential spec made by `idplane gmsa credspec`, a role
+// to use it bound to one service account, and pods of that account and of another.
+func TestGMSAUserStory(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	out, err := exec.Command(idplaneBin, "gmsa", "credspec", "--name", "webapp1-credspec",
+		"--account-name", "WebApplication1", "--dns-domain", "contoso.com",
+		"--domain-sid", "S-1-5-21-2126729477-2524075714-3094792973", "--domain-guid", "244818ae-87ca-4fcd-92ec-e79e5252348a").Output()
+	if err != nil {
+		t.Fatalf("idplane gmsa credspec: %v", err)
+	}
+	s.kubectl(t, "apply", "-f", manifest(t, string(out)))
+	// kubectl create clusterrole checks verbs against discovery, which has no "use": a manifest, as
+	// the design writes it.
+	s.kubectl(t, "apply", "-f", manifest(t, `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: webapp1-credspec-user
+rules:
+- apiGroups: ["windows.k8s.io"]
+  resources: ["gmsacredentialspecs"]
+  verbs: ["use"]
+  resourceNames: ["webapp1-credspec"]
+`))
+	s.kubectl(t, "create", "rolebinding", "webapp1-credspec", "--clusterrole", "webapp1-credspec-user", "--serviceaccount", "default:webapp1")
+	s.kubectl(t, "create", "serviceaccount", "webapp1")
+	s.kubectl(t, "create", "serviceaccount", "other")
+
+	pod := func(name, account string) string {
+		return manifest(t, `apiVersion: v1
+kind: Pod
+metadata:
+  name: `+name+`
+spec:
+  serviceAccountName: `+account+`
+  os: {name: windows}
+  containers:
+  - name: iis
+    image: mcr.microsoft.com/windows/servercore/iis
+    securityContext:
+      windowsOptions: {gmsaCredentialSpecName: webapp1-credspec}
+`)
+	}
+	eventually(t, 10*time.Second, func() error {
+		out, err := s.kubectlErr("create", "-f", pod("iis", "webapp1"))
+		if err != nil {
+			return fmt.Errorf("pod of webapp1: %v\n%s", err, out)
+		}
+		return nil
+	})
+	contents := s.kubectl(t, "get", "pod", "iis", "-o", "jsonpath={.spec.containers[0].securityContext.windowsOptions.gmsaCredentialSpec}")
+	if !strings.Contains(contents, `"MachineAccountName":"WebApplication1"`) {
+		t.Errorf("the pod's credential spec contents are %q, want the spec's credspec", contents)
+	}
+	out2, err := s.kubectlErr("create", "-f", pod("iis-other", "other"))
+	if err == nil || !strings.Contains(out2, "Forbidden") || !strings.Contains(out2, "system:serviceaccount:default:other") {
+		t.Errorf("pod of another account (err %v):\n%s", err, out2)
+	}
 }

@@ -12,13 +12,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 )
 
-// Bounds of a credential spec: at most 64 KiB, as the issue sets, and nesting far less deep than
-// that allows (real ones nest four levels), so that hostile input costs little to refuse.
+// Bounds of a credential spec in a pod: those of the GMSACredentialSpec objects it must equal, so
+// that hostile input costs little to refuse.
 const (
-	maxCredSpecBytes = 64 << 10
-	maxCredSpecDepth = 32
+	maxCredSpecBytes = windowsv1.MaxCredSpecBytes
+	maxCredSpecDepth = windowsv1.MaxCredSpecDepth
 )
 
 // lookups fetches specs for one request, each once: a pod often names the same spec for the pod

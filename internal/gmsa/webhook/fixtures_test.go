@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -15,15 +16,19 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apiserver/pkg/authentication/user"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/idplane/idplane/internal/gmsa"
 )
 
 // webapp1 is the design's example credspec as an admin writes it; the dynamic client hands it to
@@ -280,4 +285,27 @@ func responseOf(t testing.TB, rec *httptest.ResponseRecorder, uid types.UID) *ad
 		t.Errorf("response UID %q, want %q", review.Response.UID, uid)
 	}
 	return review.Response
+}
+
+// memSpecs and allowAll are the cluster in memory, for the fuzz test and the benchmark: fast, and
+// without the fake clients' record of every action.
+type memSpecs map[string][]byte
+
+func (m memSpecs) CredSpec(_ context.Context, name string) ([]byte, error) {
+	if s, ok := m[name]; ok {
+		return s, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: gmsa.Group, Resource: gmsa.Resource}, name)
+}
+
+type allowAll struct{}
+
+func (allowAll) In(string) gmsa.UseChecker { return allowAll{} }
+
+func (allowAll) MayUse(context.Context, user.Info, string) (bool, string, error) {
+	return true, "", nil
+}
+
+func memHandler(opts Options) *Handler {
+	return NewHandler(memSpecs{"webapp1": []byte(webapp1), "webapp2": []byte(webapp2)}, allowAll{}, opts)
 }

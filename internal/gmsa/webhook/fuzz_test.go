@@ -1,0 +1,104 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/klog/v2"
+
+	"github.com/idplane/idplane/internal/gmsa"
+)
+
+// FuzzAdmissionReviewDecode feeds arbitrary bodies to the decoding of AdmissionReviews, then to
+// both paths of a handler with every option on. Decoding either refuses with a 400 and a message
+// or yields a request the GMSA logic can take; the handler answers 400 or 200, and a 200's patch
+// applies to the object sent.
+func FuzzAdmissionReviewDecode(f *testing.F) {
+	for _, r := range []*admissionv1.AdmissionRequest{
+		create(newPod(onPod("webapp1", ""), onApp("webapp2", ""), withInit("", webapp1))),
+		create(newPod(annotate(podNameAnnotation, "webapp1"), annotate("app.container.alpha.windows.kubernetes.io/gmsa-credential-spec", "{}"))),
+		request(admissionv1.Update, "ephemeralcontainers", newPod(withDebug("dbg", "webapp1", "")), newPod()),
+		request(admissionv1.Update, "", newPod(onApp("webapp1", webapp1)), newPod(onApp("webapp2", webapp2))),
+	} {
+		body := reviewOf(r)
+		f.Add(body)
+		f.Add(body[:len(body)/2])
+	}
+	for _, s := range []string{
+		"", "null", "{}", "[]", `{"apiVersion":"v1","kind":"ConfigMap"}`,
+		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":null}`,
+		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"namespace":"n","operation":"CREATE","object":null}}`,
+		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"namespace":"n","operation":"CREATE","object":{"spec":{"securityContext":{"windowsOptions":{"gmsaCredentialSpecName":"webapp1"}}}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	// Fuzzing workers' standard error is a pipe the coordinator drains only at the end: the
+	// handler's logs of refusals would fill it and block the workers.
+	state := klog.CaptureState()
+	f.Cleanup(state.Restore)
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	h := memHandler(Options{Options: gmsa.Options{AuthorizeRequester: true, AlphaAnnotations: true}, RandomHostname: true})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeReview(body)
+		if err != nil {
+			var bad *badReview
+			if !errors.As(err, &bad) || bad.code != http.StatusBadRequest || bad.msg == "" {
+				t.Fatalf("decoding refused with %#v, want a 400 with a message", err)
+			}
+		} else {
+			checkDecoded(t, req)
+		}
+		for _, path := range []string{"/mutate", "/validate"} {
+			rec := post(h, path, body)
+			if (err != nil && rec.Code != http.StatusBadRequest) || (err == nil && rec.Code != http.StatusOK) {
+				t.Fatalf("%s answered HTTP %d %q after decoding gave %v", path, rec.Code, rec.Body, err)
+			}
+			if err != nil {
+				continue
+			}
+			resp := responseOf(t, rec, req.uid)
+			if resp.Allowed && len(resp.Patch) > 0 {
+				var review admissionv1.AdmissionReview
+				if err := json.Unmarshal(body, &review); err != nil {
+					t.Fatalf("the handler took a body encoding/json cannot read: %v", err)
+				}
+				p, err := jsonpatch.DecodePatch(resp.Patch)
+				if err == nil {
+					_, err = p.Apply(review.Request.Object.Raw)
+				}
+				if err != nil {
+					t.Fatalf("patch %s does not apply to %s: %v", resp.Patch, review.Request.Object.Raw, err)
+				}
+			}
+		}
+	})
+}
+
+// checkDecoded checks what the GMSA logic relies on in a decoded request.
+func checkDecoded(t *testing.T, req *admissionRequest) {
+	if req.uid == "" {
+		t.Fatal("decoded a request without a uid")
+	}
+	if req.Pod == nil {
+		return
+	}
+	if req.Namespace == "" || req.Requester == nil {
+		t.Fatalf("decoded a pod without namespace or requester: %+v", req.Request)
+	}
+	switch req.Operation {
+	case admission.Create:
+	case admission.Update:
+		if req.OldPod == nil {
+			t.Fatal("decoded an update without the stored pod")
+		}
+	default:
+		t.Fatalf("decoded a pod for operation %q", req.Operation)
+	}
+}

@@ -70,10 +70,20 @@ func (s *Server) load() error {
 
 // Serve serves on ln until ctx is done, then keeps serving for ShutdownDelay, stops accepting and
 // waits up to shutdownTimeout for the reviews in flight. It returns nil after a clean shutdown.
+// A server serves once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// The files are watched for as long as Serve runs, and no longer: Serve returns once the
+	// watch has stopped.
 	watchCtx, stopWatching := context.WithCancel(context.Background())
-	defer stopWatching()
-	go s.files.Run(watchCtx, 1)
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		s.files.Run(watchCtx, 1)
+	}()
+	defer func() {
+		stopWatching()
+		<-watching
+	}()
 
 	srv := &http.Server{
 		Handler: s.handler,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -27,6 +28,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 
 	"github.com/idplane/idplane/internal/gmsa"
 )
@@ -288,7 +290,8 @@ func responseOf(t testing.TB, rec *httptest.ResponseRecorder, uid types.UID) *ad
 }
 
 // memSpecs and allowAll are the cluster in memory, for the fuzz test and the benchmark: fast, and
-// without the fake clients' record of every action.
+// without the fake clients' record of every action. Specs are held as ClusterCredSpecs returns
+// them, compact with sorted keys.
 type memSpecs map[string][]byte
 
 func (m memSpecs) CredSpec(_ context.Context, name string) ([]byte, error) {
@@ -307,5 +310,13 @@ func (allowAll) MayUse(context.Context, user.Info, string) (bool, string, error)
 }
 
 func memHandler(opts Options) *Handler {
-	return NewHandler(memSpecs{"webapp1": []byte(webapp1), "webapp2": []byte(webapp2)}, allowAll{}, opts)
+	return NewHandler(memSpecs{"webapp1": []byte(webapp1Compact), "webapp2": []byte(webapp2)}, allowAll{}, opts)
+}
+
+// quietLogs discards klog's output until the test ends.
+func quietLogs(tb testing.TB) {
+	state := klog.CaptureState()
+	tb.Cleanup(state.Restore)
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 }

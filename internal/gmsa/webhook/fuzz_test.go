@@ -3,14 +3,12 @@ package webhook
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/klog/v2"
 
 	"github.com/idplane/idplane/internal/gmsa"
 )
@@ -40,10 +38,7 @@ func FuzzAdmissionReviewDecode(f *testing.F) {
 	}
 	// Fuzzing workers' standard error is a pipe the coordinator drains only at the end: the
 	// handler's logs of refusals would fill it and block the workers.
-	state := klog.CaptureState()
-	f.Cleanup(state.Restore)
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	quietLogs(f)
 	h := memHandler(Options{Options: gmsa.Options{AuthorizeRequester: true, AlphaAnnotations: true}, RandomHostname: true})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeReview(body)

@@ -15,15 +15,15 @@ import (
 	"github.com/idplane/idplane/internal/gmsa"
 )
 
-// CredSpecGVR is where the webhook reads GMSACredentialSpecs: v1, the version every cluster that
+// credSpecGVR is where the webhook reads GMSACredentialSpecs: v1, the version every cluster that
 // runs the upstream CRD or deploy/gmsa-webhook's serves.
-var CredSpecGVR = schema.GroupVersionResource{Group: gmsa.Group, Version: "v1", Resource: gmsa.Resource}
+var credSpecGVR = schema.GroupVersionResource{Group: gmsa.Group, Version: "v1", Resource: gmsa.Resource}
 
 // ClusterCredSpecs looks GMSACredentialSpecs up in the cluster, one GET per spec a request names:
 // the webhook serves any cluster, where it cannot assume the typed API, so it reads them through
 // the dynamic client.
 func ClusterCredSpecs(client dynamic.Interface) gmsa.CredSpecs {
-	return clusterCredSpecs{client.Resource(CredSpecGVR)}
+	return clusterCredSpecs{client.Resource(credSpecGVR)}
 }
 
 type clusterCredSpecs struct {

@@ -82,7 +82,7 @@ const saDefault = "system:serviceaccount:default:sa"
 func newCluster(t testing.TB) *cluster {
 	c := &cluster{
 		dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{CredSpecGVR: "GMSACredentialSpecList"},
+			map[schema.GroupVersionResource]string{credSpecGVR: "GMSACredentialSpecList"},
 			credSpecObject(t, "webapp1", webapp1), credSpecObject(t, "webapp2", webapp2)),
 		kube: fake.NewClientset(),
 		grants: map[string][]string{

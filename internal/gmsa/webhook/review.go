@@ -40,9 +40,7 @@ type badReview struct {
 	msg  string
 }
 
-func (e *badReview) Error() string { return e.msg }
-
-func badRequest(format string, args ...any) error {
+func badRequest(format string, args ...any) *badReview {
 	return &badReview{code: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
@@ -57,8 +55,8 @@ type admissionRequest struct {
 
 // decodeReview reads an AdmissionReview v1 and what its request asks. Anything malformed — not
 // JSON, another kind or version, no request or UID, or, for a write of a pod, no object, an
-// object that is not a v1 Pod, an update without the stored pod — is a *badReview.
-func decodeReview(body []byte) (*admissionRequest, error) {
+// object that is not a v1 Pod, an update without the stored pod — is a 400.
+func decodeReview(body []byte) (*admissionRequest, *badReview) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, badRequest("empty body: want an %s %s", reviewVersion.GroupVersion(), reviewVersion.Kind)
 	}
@@ -93,14 +91,14 @@ func decodeReview(body []byte) (*admissionRequest, error) {
 	if r.Namespace == "" {
 		return nil, badRequest("request.namespace of a %s of %s is empty", op, what)
 	}
-	pod, err := decodePod(r.Object, "request.object")
-	if err != nil {
-		return nil, err
+	pod, bad := decodePod(r.Object, "request.object")
+	if bad != nil {
+		return nil, bad
 	}
 	var old *corev1.Pod
 	if op == admission.Update {
-		if old, err = decodePod(r.OldObject, "request.oldObject"); err != nil {
-			return nil, err
+		if old, bad = decodePod(r.OldObject, "request.oldObject"); bad != nil {
+			return nil, bad
 		}
 	}
 	out.Request = gmsa.Request{
@@ -115,7 +113,7 @@ func decodeReview(body []byte) (*admissionRequest, error) {
 }
 
 // decodePod reads a v1 Pod as the API server encodes it (JSON, field names matched exactly).
-func decodePod(obj runtime.RawExtension, what string) (*corev1.Pod, error) {
+func decodePod(obj runtime.RawExtension, what string) (*corev1.Pod, *badReview) {
 	raw := bytes.TrimSpace(obj.Raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, badRequest("%s is null", what)

@@ -65,27 +65,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 // review reads the AdmissionReview of r, has decide answer it, and writes the answer. The
 // request's context bounds decide's lookups: the API server drops the connection when its
 // timeoutSeconds are up.
-func (h *Handler) review(path string, decide func(context.Context, *admissionRequest) *admissionv1.AdmissionResponse) http.Handler {
+func (h *Handler) review(name string, decide func(context.Context, *admissionRequest) *admissionv1.AdmissionResponse) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, err := readReview(w, r)
-		if err != nil {
-			var bad *badReview
-			if !errors.As(err, &bad) {
-				bad = &badReview{code: http.StatusBadRequest, msg: err.Error()}
-			}
-			klog.V(1).InfoS("Refused a malformed AdmissionReview", "path", path, "remote", r.RemoteAddr, "code", bad.code, "reason", bad.msg)
+		req, bad := readReview(w, r)
+		if bad != nil {
+			klog.V(1).InfoS("Refused a malformed AdmissionReview", "path", name, "remote", r.RemoteAddr, "code", bad.code, "reason", bad.msg)
 			http.Error(w, bad.msg, bad.code)
 			return
 		}
 		resp := decide(r.Context(), req)
 		resp.UID = req.uid
-		logDecision(path, req, resp)
+		logDecision(name, req, resp)
 		body, err := json.Marshal(admissionv1.AdmissionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: reviewVersion.GroupVersion().String(), Kind: reviewVersion.Kind},
 			Response: resp,
 		})
 		if err != nil {
-			klog.ErrorS(err, "Encoding an AdmissionReview response", "path", path, "uid", req.uid)
+			klog.ErrorS(err, "Encoding an AdmissionReview response", "path", name, "uid", req.uid)
 			http.Error(w, "encoding the AdmissionReview response: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -95,7 +91,7 @@ func (h *Handler) review(path string, decide func(context.Context, *admissionReq
 }
 
 // readReview checks the content type, reads at most maxReviewBytes and decodes the review.
-func readReview(w http.ResponseWriter, r *http.Request) (*admissionRequest, error) {
+func readReview(w http.ResponseWriter, r *http.Request) (*admissionRequest, *badReview) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return nil, &badReview{code: http.StatusUnsupportedMediaType, msg: "Content-Type is " + strconv.Quote(ct) + ", want application/json"}

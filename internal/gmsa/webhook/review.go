@@ -17,6 +17,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	kjson "sigs.k8s.io/json"
+
 	"github.com/idplane/idplane/internal/gmsa"
 )
 
@@ -112,20 +114,36 @@ func decodeReview(body []byte) (*admissionRequest, *badReview) {
 	return out, nil
 }
 
-// decodePod reads a v1 Pod as the API server encodes it (JSON, field names matched exactly).
+// decodePod reads a v1 Pod as the API server encodes it: JSON, field names matched exactly, no
+// field twice, with a spec. The API server's pods have all that; without it, what the webhook
+// decoded and the document its patch applies to could differ (a duplicate object is merged in Go
+// but replaced in a JSON document), or the patch's paths could be missing.
 func decodePod(obj runtime.RawExtension, what string) (*corev1.Pod, *badReview) {
 	raw := bytes.TrimSpace(obj.Raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, badRequest("%s is null", what)
 	}
-	pod := &corev1.Pod{}
-	if err := utiljson.Unmarshal(raw, pod); err != nil {
+	// A pod whose spec may be missing: only the status, which the GMSA logic never reads, is left
+	// out.
+	var shape struct {
+		metav1.TypeMeta
+		ObjectMeta metav1.ObjectMeta `json:"metadata"`
+		Spec       *corev1.PodSpec   `json:"spec"`
+	}
+	duplicates, err := kjson.UnmarshalStrict(raw, &shape, kjson.DisallowDuplicateFields)
+	if err != nil {
 		return nil, badRequest("decoding %s as a Pod: %v", what, err)
 	}
-	if (pod.APIVersion != "" && pod.APIVersion != "v1") || (pod.Kind != "" && pod.Kind != "Pod") {
-		return nil, badRequest("%s has apiVersion %q kind %q, want a v1 Pod", what, pod.APIVersion, pod.Kind)
+	if len(duplicates) > 0 {
+		return nil, badRequest("decoding %s as a Pod: %v", what, errors.Join(duplicates...))
 	}
-	return pod, nil
+	if (shape.APIVersion != "" && shape.APIVersion != "v1") || (shape.Kind != "" && shape.Kind != "Pod") {
+		return nil, badRequest("%s has apiVersion %q kind %q, want a v1 Pod", what, shape.APIVersion, shape.Kind)
+	}
+	if shape.Spec == nil {
+		return nil, badRequest("%s has no spec", what)
+	}
+	return &corev1.Pod{TypeMeta: shape.TypeMeta, ObjectMeta: shape.ObjectMeta, Spec: *shape.Spec}, nil
 }
 
 // requester is the user of the request as the API server authenticated it.

@@ -73,6 +73,12 @@ func TestMalformedRequests(t *testing.T) {
 			name: "a write of pods whose kind is not Pod", body: withRequest(func(r map[string]any) { r["kind"] = map[string]any{"group": "", "version": "v1", "kind": "ConfigMap"} }),
 			code: http.StatusBadRequest, says: `request.kind of a CREATE of pods is group "" version "v1" kind "ConfigMap", want a v1 Pod`,
 		},
+		{name: "object without a spec", body: withRequest(func(r map[string]any) { r["object"] = map[string]any{"metadata": map[string]any{"name": "p"}} }), code: http.StatusBadRequest, says: "request.object has no spec"},
+		{name: "object with a null spec", body: withRequest(func(r map[string]any) { r["object"].(map[string]any)["spec"] = nil }), code: http.StatusBadRequest, says: "request.object has no spec"},
+		{
+			name: "object with a field twice", body: bytes.Replace(valid, []byte(`"spec":{`), []byte(`"spec":{"securityContext":{},`), 1),
+			code: http.StatusBadRequest, says: `decoding request.object as a Pod: duplicate field "spec.securityContext"`,
+		},
 		{name: "no namespace", body: withRequest(func(r map[string]any) { delete(r, "namespace") }), code: http.StatusBadRequest, says: "request.namespace of a CREATE of pods is empty"},
 		{name: "too large", body: append(valid, bytes.Repeat([]byte(" "), maxReviewBytes)...), code: http.StatusRequestEntityTooLarge, says: "larger than 8 MiB"},
 	}

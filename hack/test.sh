@@ -13,7 +13,8 @@ go test -timeout 60m ./internal/apiserver/
 go test -count=1 -timeout 60m ./test/e2e/
 # Fuzz the decoding of untrusted certificate requests and certificates, the signers' rules, the
 # service-account token authenticator, TokenRequest validation, Windows user names, GMSA
-# credential spec documents and their comparison, for a bounded time.
+# credential spec documents and their comparison, and the GMSA webhook's decoding of
+# AdmissionReviews, for a bounded time.
 go test -run '^$' -fuzz FuzzCertificateSigningRequestPEM -fuzztime 15s ./internal/validation/
 go test -run '^$' -fuzz FuzzPolicies -fuzztime 10s ./internal/certificates/
 go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 15s ./internal/serviceaccount/
@@ -21,3 +22,4 @@ go test -run '^$' -fuzz FuzzValidateTokenRequest -fuzztime 10s ./internal/valida
 go test -run '^$' -fuzz FuzzCredSpecEqual -fuzztime 10s ./internal/gmsa/
 go test -run '^$' -fuzz FuzzRunAsUserName -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzValidateGMSACredSpecDocument -fuzztime 10s ./internal/validation/
+go test -run '^$' -fuzz FuzzAdmissionReviewDecode -fuzztime 10s ./internal/gmsa/webhook/

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,17 +42,21 @@ func gmsaPod(name, account, spec string) *corev1.Pod {
 // TestGMSAUserStory runs the design's user story through the server: an admin creates a
 // credential spec and lets one service account use it; a pod of that account naming the spec is
 // expanded and admitted, the same pod with another account is refused.
-func TestGMSAUserStory(t *testing.T) {
-	s := startTestServer(t, t.TempDir(), nil)
+// setUpWebapp1 creates the design's credential spec (and one nobody may use), a role to use it and
+// its binding to service account webapp1, which exists with service account "other".
+func setUpWebapp1(t *testing.T, s *testServer) {
+	t.Helper()
 	ctx := context.Background()
 	dyn := dynamic.NewForConfigOrDie(s.config)
-	_, err := dyn.Resource(gmsaadmission.Resource).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "windows.k8s.io/v1", "kind": "GMSACredentialSpec",
-		"metadata": map[string]any{"name": "webapp1-credspec"},
-		"credspec": webapp1CredSpec,
-	}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the credential spec: %v", err)
+	for _, name := range []string{"webapp1-credspec", "unused-credspec"} {
+		_, err := dyn.Resource(gmsaadmission.Resource).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "windows.k8s.io/v1", "kind": "GMSACredentialSpec",
+			"metadata": map[string]any{"name": name},
+			"credspec": webapp1CredSpec,
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating credential spec %s: %v", name, err)
+		}
 	}
 	mustCreate(t, s.client.RbacV1().ClusterRoles().Create, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "webapp1-credspec-user"},
@@ -67,7 +72,14 @@ func TestGMSAUserStory(t *testing.T) {
 	})
 	ensureServiceAccount(t, s.client, "default", "webapp1")
 	ensureServiceAccount(t, s.client, "default", "other")
+}
+
+func TestGMSAUserStory(t *testing.T) {
+	s := startTestServer(t, t.TempDir(), nil)
+	ctx := context.Background()
+	setUpWebapp1(t, s)
 	pods := s.client.CoreV1().Pods("default")
+	var err error
 
 	var admitted *corev1.Pod
 	eventually(t, "the pod of the allowed account is admitted", func() error {
@@ -97,4 +109,46 @@ func TestGMSAUserStory(t *testing.T) {
 	if _, err := pods.Create(ctx, forged, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("pod with contents other than the spec's: %v, want 422", err)
 	}
+
+	// A debug container added later may not bring a spec the pod's account may not use.
+	debug := admitted.DeepCopy()
+	debug.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "registry.example/debug:1", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
+		SecurityContext: &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{GMSACredentialSpecName: ptr("unused-credspec")}},
+	}}}
+	_, err = pods.UpdateEphemeralContainers(ctx, "iis", debug, metav1.UpdateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "unused-credspec") {
+		t.Errorf("debug container naming a spec the account may not use: %v, want 403", err)
+	}
+}
+
+// TestGMSAAuthorizeRequester: with --gmsa-authorize-requester, the user creating the pod must be
+// allowed to use the spec too, not only the pod's service account (the design's threat 2).
+func TestGMSAAuthorizeRequester(t *testing.T) {
+	s := startRBACServerWith(t, func(o *Options) { o.GMSA.AuthorizeRequester = true })
+	setUpWebapp1(t, s.testServer)
+	ctx := context.Background()
+	mustCreate(t, s.client.RbacV1().RoleBindings("default").Create, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice-edit"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}},
+	})
+	alice := s.user(t, "alice")
+	var err error
+	eventually(t, "alice is refused for the spec, not for the pod", func() error {
+		_, err = alice.CoreV1().Pods("default").Create(ctx, gmsaPod("iis", "webapp1", "webapp1-credspec"), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `"alice" may not use it`) {
+			return fmt.Errorf("create as alice: %v", err)
+		}
+		return nil
+	})
+	mustCreate(t, s.client.RbacV1().RoleBindings("default").Create, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice-webapp1-credspec"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "webapp1-credspec-user"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}},
+	})
+	eventually(t, "alice may create the pod once she may use the spec", func() error {
+		_, err := alice.CoreV1().Pods("default").Create(ctx, gmsaPod("iis", "webapp1", "webapp1-credspec"), metav1.CreateOptions{})
+		return err
+	})
 }

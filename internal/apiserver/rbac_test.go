@@ -31,8 +31,13 @@ type rbacServer struct {
 
 func startRBACServer(t *testing.T) *rbacServer {
 	t.Helper()
+	return startRBACServerWith(t, nil)
+}
+
+func startRBACServerWith(t *testing.T, configure func(*Options)) *rbacServer {
+	t.Helper()
 	dir := t.TempDir()
-	ts := startTestServer(t, dir, nil)
+	ts := startTestServer(t, dir, configure)
 	ca, err := pki.EnsureCA(pki.Files{Dir: filepath.Join(dir, "pki")}, "unused", time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -68,14 +68,14 @@ func (a *Authorizer) authorizeUse(ctx context.Context, req Request, ps []place) 
 		if sa == nil {
 			sa = serviceAccountUser(req)
 		}
-		if err := a.mayUse(ctx, sa, "service account", p); err != nil {
+		if err := a.mayUse(ctx, req.Namespace, sa, "service account", p); err != nil {
 			return err
 		}
 		if a.opts.AuthorizeRequester {
 			if req.Requester == nil {
 				return apierrors.NewInternalError(fmt.Errorf("GMSA: no requesting user to authorize for GMSACredentialSpec %q", p.name))
 			}
-			if err := a.mayUse(ctx, req.Requester, "user", p); err != nil {
+			if err := a.mayUse(ctx, req.Namespace, req.Requester, "user", p); err != nil {
 				return err
 			}
 		}
@@ -98,8 +98,8 @@ func serviceAccountUser(req Request) user.Info {
 }
 
 // mayUse refuses with a 403 naming the spec, who (described by what) and where the pod names it.
-func (a *Authorizer) mayUse(ctx context.Context, u user.Info, what string, p place) error {
-	allowed, reason, err := a.use.MayUse(ctx, u, p.name)
+func (a *Authorizer) mayUse(ctx context.Context, namespace string, u user.Info, what string, p place) error {
+	allowed, reason, err := a.use.MayUse(ctx, namespace, u, p.name)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("asking whether %s %q may use GMSACredentialSpec %q: %w", what, u.GetName(), p.name, err))
 	}

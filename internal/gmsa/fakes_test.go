@@ -84,7 +84,10 @@ func newGrants(t testing.TB) *grants {
 	}}
 }
 
-func (g *grants) MayUse(_ context.Context, u user.Info, name string) (bool, string, error) {
+func (g *grants) MayUse(_ context.Context, namespace string, u user.Info, name string) (bool, string, error) {
+	if namespace != "default" {
+		g.t.Errorf("use of %q asked in namespace %q, want the pod's, default", name, namespace)
+	}
 	if strings.HasPrefix(u.GetName(), "system:serviceaccount:") {
 		want := []string{"system:serviceaccounts", "system:serviceaccounts:default", user.AllAuthenticated}
 		if !slices.Equal(u.GetGroups(), want) {

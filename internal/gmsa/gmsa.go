@@ -44,9 +44,10 @@ type CredSpecs interface {
 
 // UseChecker asks whether a user may use a credential spec.
 type UseChecker interface {
-	// MayUse reports whether u is allowed Verb on Resource named name in Group, and the
+	// MayUse reports whether u is allowed Verb on Resource named name in Group, asked in the
+	// pod's namespace (so that a RoleBinding there counts, as in the design's user story), and the
 	// authorizer's reason; err is a failure to decide, not a denial.
-	MayUse(ctx context.Context, u user.Info, name string) (allowed bool, reason string, err error)
+	MayUse(ctx context.Context, namespace string, u user.Info, name string) (allowed bool, reason string, err error)
 }
 
 // Options are the cluster admin's choices, the same for the expander and the authorizer.

@@ -38,9 +38,10 @@ type Config struct {
 // Plugin runs the GMSA expander and authorizer on pods.
 type Plugin struct {
 	*admission.Handler
-	expander *gmsa.Expander
-	config   *Config
-	authz    authorizer.Authorizer
+	expander   *gmsa.Expander
+	authorizer *gmsa.Authorizer
+	config     *Config
+	authz      authorizer.Authorizer
 }
 
 var (
@@ -58,15 +59,28 @@ func New() *Plugin {
 // SetGMSAConfig takes where credential specs come from and the admin's options.
 func (p *Plugin) SetGMSAConfig(c Config) {
 	p.config = &c
-	p.expander = gmsa.NewExpander(c.Specs, c.Options)
+	p.build()
 }
 
 // SetAuthorizer takes the server's authorizer, which answers the "use" checks.
-func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authz = a }
+func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) {
+	p.authz = a
+	p.build()
+}
+
+// build makes the expander and authorizer once both setters have run, in whichever order the
+// library's and idplane's initializers call them.
+func (p *Plugin) build() {
+	if p.config == nil || p.authz == nil {
+		return
+	}
+	p.expander = gmsa.NewExpander(p.config.Specs, p.config.Options)
+	p.authorizer = gmsa.NewAuthorizer(p.config.Specs, useChecker{p.authz}, p.config.Options)
+}
 
 // ValidateInitialization fails when the plugin was not given its Config or the authorizer.
 func (p *Plugin) ValidateInitialization() error {
-	if p.expander == nil || p.authz == nil {
+	if p.expander == nil || p.authorizer == nil {
 		return fmt.Errorf("%s requires the credential spec source and the server's authorizer", PluginName)
 	}
 	return nil
@@ -87,10 +101,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if !ok {
 		return nil
 	}
-	// Use is asked in the pod's namespace, so that a RoleBinding there grants it, as a
-	// LocalSubjectAccessReview would.
-	use := useChecker{authz: p.authz, namespace: req.Namespace}
-	return gmsa.NewAuthorizer(p.config.Specs, use, p.config.Options).Authorize(ctx, req)
+	return p.authorizer.Authorize(ctx, req)
 }
 
 // request is the GMSA logic's view of a write to a pod; other resources and pod subresources
@@ -113,15 +124,12 @@ func request(a admission.Attributes) (gmsa.Request, bool) {
 	}, true
 }
 
-// useChecker asks the server's own authorizer, as a LocalSubjectAccessReview in namespace would.
-type useChecker struct {
-	authz     authorizer.Authorizer
-	namespace string
-}
+// useChecker asks the server's own authorizer, as a LocalSubjectAccessReview would.
+type useChecker struct{ authz authorizer.Authorizer }
 
-func (c useChecker) MayUse(ctx context.Context, u user.Info, name string) (bool, string, error) {
+func (c useChecker) MayUse(ctx context.Context, namespace string, u user.Info, name string) (bool, string, error) {
 	decision, reason, err := c.authz.Authorize(ctx, authorizer.AttributesRecord{
-		User: u, Verb: gmsa.Verb, Namespace: c.namespace, APIGroup: gmsa.Group, Resource: gmsa.Resource, Name: name,
+		User: u, Verb: gmsa.Verb, Namespace: namespace, APIGroup: gmsa.Group, Resource: gmsa.Resource, Name: name,
 		ResourceRequest: true,
 	})
 	// As a SubjectAccessReview answers: an allow stands whatever an earlier authorizer failed

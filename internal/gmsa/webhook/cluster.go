@@ -50,36 +50,20 @@ func (s clusterCredSpecs) CredSpec(ctx context.Context, name string) ([]byte, er
 	return raw, nil
 }
 
-// UseCheckers hands out a gmsa.UseChecker for the namespace of the pod being admitted: use is
-// asked there, so that a RoleBinding of the pod's namespace to a ClusterRole with use on a spec
-// (the design's user story) counts.
-type UseCheckers interface {
-	In(namespace string) gmsa.UseChecker
-}
-
-// SubjectAccessReviews asks use with LocalSubjectAccessReviews, which a webhook may create with
-// only the right to create them in the namespaces it serves.
-func SubjectAccessReviews(client authorizationv1client.LocalSubjectAccessReviewsGetter) UseCheckers {
-	return subjectAccessReviews{client}
-}
-
-type subjectAccessReviews struct {
-	client authorizationv1client.LocalSubjectAccessReviewsGetter
-}
-
-func (r subjectAccessReviews) In(namespace string) gmsa.UseChecker {
-	return localReviews{reviews: r.client.LocalSubjectAccessReviews(namespace), namespace: namespace}
+// SubjectAccessReviews asks use with LocalSubjectAccessReviews in the pod's namespace, which a
+// webhook may create with only the right to create them in the namespaces it serves.
+func SubjectAccessReviews(client authorizationv1client.LocalSubjectAccessReviewsGetter) gmsa.UseChecker {
+	return localReviews{client}
 }
 
 type localReviews struct {
-	reviews   authorizationv1client.LocalSubjectAccessReviewInterface
-	namespace string
+	client authorizationv1client.LocalSubjectAccessReviewsGetter
 }
 
 // MayUse asks whether u, with its groups, UID and extra as it authenticated, may use the named
 // spec. An authorizer that failed on the way to its answer (evaluationError) does not make the
 // answer an error: the review's decision stands, and the failure is part of the reason.
-func (c localReviews) MayUse(ctx context.Context, u user.Info, name string) (bool, string, error) {
+func (c localReviews) MayUse(ctx context.Context, namespace string, u user.Info, name string) (bool, string, error) {
 	var extra map[string]authorizationv1.ExtraValue
 	if e := u.GetExtra(); len(e) > 0 {
 		extra = make(map[string]authorizationv1.ExtraValue, len(e))
@@ -87,11 +71,11 @@ func (c localReviews) MayUse(ctx context.Context, u user.Info, name string) (boo
 			extra[k] = v
 		}
 	}
-	review, err := c.reviews.Create(ctx, &authorizationv1.LocalSubjectAccessReview{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace},
+	review, err := c.client.LocalSubjectAccessReviews(namespace).Create(ctx, &authorizationv1.LocalSubjectAccessReview{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace},
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: c.namespace,
+				Namespace: namespace,
 				Verb:      gmsa.Verb,
 				Group:     gmsa.Group,
 				Resource:  gmsa.Resource,
@@ -104,7 +88,7 @@ func (c localReviews) MayUse(ctx context.Context, u user.Info, name string) (boo
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return false, "", fmt.Errorf("LocalSubjectAccessReview in namespace %q: %w", c.namespace, err)
+		return false, "", fmt.Errorf("LocalSubjectAccessReview in namespace %q: %w", namespace, err)
 	}
 	reason := review.Status.Reason
 	if e := review.Status.EvaluationError; e != "" {

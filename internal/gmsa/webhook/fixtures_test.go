@@ -303,9 +303,7 @@ func (m memSpecs) CredSpec(_ context.Context, name string) ([]byte, error) {
 
 type allowAll struct{}
 
-func (allowAll) In(string) gmsa.UseChecker { return allowAll{} }
-
-func (allowAll) MayUse(context.Context, user.Info, string) (bool, string, error) {
+func (allowAll) MayUse(context.Context, string, user.Info, string) (bool, string, error) {
 	return true, "", nil
 }
 

@@ -40,16 +40,20 @@ type Options struct {
 
 // Handler answers AdmissionReviews at /mutate and /validate, and /health.
 type Handler struct {
-	expander *gmsa.Expander
-	specs    gmsa.CredSpecs
-	use      UseCheckers
-	opts     Options
-	mux      *http.ServeMux
+	expander   *gmsa.Expander
+	authorizer *gmsa.Authorizer
+	opts       Options
+	mux        *http.ServeMux
 }
 
 // NewHandler returns a handler looking specs up in specs and asking use of use.
-func NewHandler(specs gmsa.CredSpecs, use UseCheckers, opts Options) *Handler {
-	h := &Handler{expander: gmsa.NewExpander(specs, opts.Options), specs: specs, use: use, opts: opts, mux: http.NewServeMux()}
+func NewHandler(specs gmsa.CredSpecs, use gmsa.UseChecker, opts Options) *Handler {
+	h := &Handler{
+		expander:   gmsa.NewExpander(specs, opts.Options),
+		authorizer: gmsa.NewAuthorizer(specs, use, opts.Options),
+		opts:       opts,
+		mux:        http.NewServeMux(),
+	}
 	// Method patterns make the mux answer other methods with 405 and an Allow header.
 	h.mux.Handle("POST /mutate", h.review("mutate", h.mutate))
 	h.mux.Handle("POST /validate", h.review("validate", h.validate))
@@ -133,13 +137,12 @@ func (h *Handler) mutate(ctx context.Context, req *admissionRequest) *admissionv
 	return allowed(patch)
 }
 
-// validate runs the authorizer, asking use in the pod's namespace.
+// validate runs the authorizer.
 func (h *Handler) validate(ctx context.Context, req *admissionRequest) *admissionv1.AdmissionResponse {
 	if req.Pod == nil {
 		return allowed(nil)
 	}
-	a := gmsa.NewAuthorizer(h.specs, h.use.In(req.Namespace), h.opts.Options)
-	if err := a.Authorize(ctx, req.Request); err != nil {
+	if err := h.authorizer.Authorize(ctx, req.Request); err != nil {
 		return denied(err)
 	}
 	return allowed(nil)

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/idplane/idplane/internal/agent"
+)
+
+func agentCommand() *cobra.Command {
+	hostname, _ := os.Hostname()
+	hostname = strings.ToLower(hostname)
+	c := agent.Config{NodeName: hostname, Hostname: hostname, RootDir: "./idplane-agent"}
+	var ips []net.IP
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent: node identity, Node heartbeat, pod credentials and runtime specs on disk",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c.NodeName == "" {
+				return fmt.Errorf("--node-name is required: the host name is unknown")
+			}
+			c.Addresses = ips
+			if len(c.Addresses) == 0 {
+				c.Addresses = agent.DefaultAddresses()
+			}
+			return agent.Run(genericapiserver.SetupSignalContext(), c)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&c.ServerURL, "server", c.ServerURL, "API server URL (default: the kubeconfig's).")
+	fs.StringVar(&c.BootstrapKubeconfig, "bootstrap-kubeconfig", c.BootstrapKubeconfig, "Kubeconfig with a bootstrap token (idplane token create), used until <root-dir>/kubeconfig holds a valid certificate.")
+	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "Name of this node.")
+	fs.StringVar(&c.Hostname, "hostname", c.Hostname, "Host name published on the Node and in the serving certificate.")
+	fs.IPSliceVar(&ips, "node-ip", nil, "IP addresses of this node (default: the host's global unicast addresses, else 127.0.0.1).")
+	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "Directory for the node's kubeconfig, keys (pki/) and pod files (pods/).")
+	fs.StringVar(&c.PodManifestPath, "pod-manifest-path", c.PodManifestPath, "Directory of static pod manifests to mirror to the API.")
+	return cmd
+}

@@ -1,0 +1,149 @@
+// Package agent runs idplane's node side: it gets the node's identity (TLS bootstrap, then
+// rotation), registers and heartbeats the Node, writes the volumes and runtime specs of the pods
+// bound to the node, and mirrors static pods. It runs no containers: it prepares on disk what a
+// container runtime would be given.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/agent/credentials"
+	"github.com/idplane/idplane/internal/agent/nodestatus"
+	"github.com/idplane/idplane/internal/agent/pods"
+	"github.com/idplane/idplane/internal/agent/staticpod"
+)
+
+// Config is the agent's configuration.
+type Config struct {
+	// ServerURL overrides the API server address of the kubeconfigs when set.
+	ServerURL string
+	// BootstrapKubeconfig holds the bootstrap token; unused once RootDir/kubeconfig is valid.
+	BootstrapKubeconfig string
+	NodeName            string
+	// RootDir holds the node's kubeconfig and keys (pki/) and its pods' files (pods/).
+	RootDir string
+	// PodManifestPath is a directory of static pod manifests, or empty.
+	PodManifestPath string
+	Hostname        string
+	// Addresses are the node's IPs, published on the Node and in the serving certificate.
+	Addresses []net.IP
+}
+
+// Run runs the agent until ctx ends or a part of it fails for good.
+func Run(ctx context.Context, c Config) error {
+	logger := klog.FromContext(ctx)
+	id, err := credentials.Start(ctx, credentials.Config{
+		RootDir: c.RootDir, NodeName: c.NodeName, BootstrapKubeconfig: c.BootstrapKubeconfig,
+		ServerURL: c.ServerURL, Hostname: c.Hostname, Addresses: c.Addresses,
+	})
+	if err != nil {
+		return fmt.Errorf("getting the node's credentials: %w", err)
+	}
+	defer id.Stop()
+	client, err := kubernetes.NewForConfig(id.RESTConfig())
+	if err != nil {
+		return fmt.Errorf("building the node's client: %w", err)
+	}
+	logger.Info("Node credentials ready", "node", c.NodeName)
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "idplane-agent", Host: c.NodeName})
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	parts := []func(context.Context) error{
+		func(ctx context.Context) error {
+			return nodestatus.Run(ctx, client, nodestatus.Config{
+				NodeName: c.NodeName, Hostname: c.Hostname, Addresses: nodeAddresses(c), OS: runtime.GOOS,
+			})
+		},
+		pods.New(pods.Config{
+			NodeName: c.NodeName, RootDir: c.RootDir, Client: client, Recorder: recorder, Clock: clock.RealClock{},
+		}).Run,
+	}
+	if c.PodManifestPath != "" {
+		parts = append(parts, func(ctx context.Context) error { return runStaticPods(ctx, client, c) })
+	}
+	errs := make(chan error, len(parts))
+	for _, run := range parts {
+		go func() {
+			err := run(ctx)
+			if err != nil {
+				cancel(err)
+			}
+			errs <- err
+		}()
+	}
+	var all []error
+	for range parts {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// runStaticPods mirrors the manifests once the Node exists: mirror pods name it as their owner.
+func runStaticPods(ctx context.Context, client kubernetes.Interface, c Config) error {
+	var node *corev1.Node
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Waiting for the Node before mirroring static pods", "err", err)
+			return false, nil
+		}
+		node = n
+		return true, nil
+	})
+	if err != nil {
+		return nil
+	}
+	syncer := staticpod.NewSyncer(staticpod.Config{
+		Dir: c.PodManifestPath, NodeName: c.NodeName, NodeUID: node.UID, Clock: clock.RealClock{},
+	}, client, klog.FromContext(ctx).WithName("static-pods"))
+	syncer.Run(ctx, 5*time.Minute)
+	return nil
+}
+
+func nodeAddresses(c Config) []corev1.NodeAddress {
+	var out []corev1.NodeAddress
+	for _, ip := range c.Addresses {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
+	}
+	if c.Hostname != "" {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: c.Hostname})
+	}
+	return out
+}
+
+// DefaultAddresses are the host's global unicast addresses, or loopback when it has none.
+func DefaultAddresses() []net.IP {
+	var out []net.IP
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
+				out = append(out, n.IP)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []net.IP{net.ParseIP("127.0.0.1")}
+	}
+	return out
+}

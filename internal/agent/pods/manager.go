@@ -1,0 +1,489 @@
+// Package pods keeps the agent's pods on disk: for every pod bound to the node it writes the
+// contents of its secret, configMap, downwardAPI and projected volumes and one OCI runtime spec
+// per container under DIR/pods/<uid>/, says on the pod's status whether its credentials are
+// ready, and removes everything once the pod goes.
+package pods
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/agent/atomicwriter"
+	"github.com/idplane/idplane/internal/agent/objects"
+	"github.com/idplane/idplane/internal/agent/runtimespec"
+	"github.com/idplane/idplane/internal/agent/tokens"
+	"github.com/idplane/idplane/internal/agent/volumes"
+	"github.com/idplane/idplane/internal/podwalk"
+)
+
+// ConditionCredentialsReady is the pod condition saying whether the agent wrote all the pod's
+// volumes.
+const ConditionCredentialsReady corev1.PodConditionType = "CredentialsReady"
+
+// Config is what the manager needs.
+type Config struct {
+	NodeName string
+	// RootDir is the agent's directory; pods live under RootDir/pods.
+	RootDir  string
+	Client   kubernetes.Interface
+	Recorder record.EventRecorder
+	Clock    clock.WithTicker
+	// Workers is how many pods sync at once.
+	Workers int
+}
+
+// Manager syncs the node's pods to disk.
+type Manager struct {
+	c       Config
+	podsDir string
+	tokens  *tokens.Manager
+	objects *objects.Cache
+
+	informer cache.SharedIndexInformer
+	lister   corelisters.PodLister
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex
+	// written maps a pod key to the UID whose directory the manager keeps.
+	written map[string]types.UID
+}
+
+// New returns a manager; Run starts it.
+func New(c Config) *Manager {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	m := &Manager{
+		c:       c,
+		podsDir: filepath.Join(c.RootDir, "pods"),
+		tokens:  tokens.New(tokenRequester{c.Client}, c.Clock),
+		written: map[string]types.UID{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "agent-pods", Clock: c.Clock}),
+	}
+	onNode := fields.OneTermEqualSelector("spec.nodeName", c.NodeName).String()
+	api := c.Client.CoreV1().Pods(metav1.NamespaceAll)
+	m.informer = cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = onNode
+			return api.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = onNode
+			return api.Watch(ctx, o)
+		},
+	}, &corev1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	m.lister = corelisters.NewPodLister(m.informer.GetIndexer())
+	return m
+}
+
+// Run syncs pods until ctx ends.
+func (m *Manager) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrash()
+	defer m.queue.ShutDown()
+	if err := os.MkdirAll(m.podsDir, 0o750); err != nil {
+		return fmt.Errorf("creating %s: %w", m.podsDir, err)
+	}
+	m.objects = objects.New(ctx, m.c.Client, func(users []string) {
+		for _, u := range users {
+			m.queue.Add(u)
+		}
+	})
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			m.queue.Add(key)
+		}
+	}
+	_, err := m.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	})
+	if err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	go m.informer.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), m.informer.HasSynced) {
+		return ctx.Err()
+	}
+	m.removeOrphans(ctx)
+	var wg sync.WaitGroup
+	for range m.c.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	m.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (m *Manager) processNext(ctx context.Context) bool {
+	key, quit := m.queue.Get()
+	if quit {
+		return false
+	}
+	defer m.queue.Done(key)
+	next, err := m.sync(ctx, key)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Syncing pod", "pod", key)
+		m.queue.AddRateLimited(key)
+	default:
+		m.queue.Forget(key)
+		if !next.IsZero() {
+			m.queue.AddAfter(key, next.Sub(m.c.Clock.Now()))
+		}
+	}
+	return true
+}
+
+// removeOrphans removes the directories of pods that went while the agent was not running: a
+// restarted agent keeps what is still wanted and drops the rest.
+func (m *Manager) removeOrphans(ctx context.Context) {
+	entries, err := os.ReadDir(m.podsDir)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing pod directories")
+		return
+	}
+	live := map[types.UID]string{}
+	pods, _ := m.lister.List(labels.Everything())
+	for _, p := range pods {
+		live[p.UID] = p.Namespace + "/" + p.Name
+	}
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if key, ok := live[uid]; ok {
+			m.mu.Lock()
+			m.written[key] = uid
+			m.mu.Unlock()
+			continue
+		}
+		if err := m.removePodDir(uid); err != nil {
+			klog.FromContext(ctx).Error(err, "Removing the directory of a pod that is gone", "uid", uid)
+		}
+	}
+}
+
+// sync brings one pod's directory in step with the pod; it returns when the pod must be synced
+// again (a token to refresh), or zero.
+func (m *Manager) sync(ctx context.Context, key string) (time.Time, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return time.Time{}, nil
+	}
+	pod, err := m.lister.Pods(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return time.Time{}, m.forget(key)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	m.mu.Lock()
+	old, had := m.written[key]
+	m.mu.Unlock()
+	if had && old != pod.UID {
+		// The pod was deleted and created again under the same name.
+		if err := m.forget(key); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return time.Time{}, m.finish(ctx, key, pod)
+	}
+	m.mu.Lock()
+	m.written[key] = pod.UID
+	m.mu.Unlock()
+
+	m.objects.Use(key, objectRefs(pod), usesTrustBundles(pod))
+	problem := m.writePod(ctx, pod)
+	if err := m.setCondition(ctx, pod, problem); err != nil {
+		return time.Time{}, err
+	}
+	if problem != nil {
+		if problem.event {
+			m.c.Recorder.Event(pod, corev1.EventTypeWarning, problem.reason, problem.message)
+		}
+		return time.Time{}, problem
+	}
+	return m.tokens.NextRefresh(pod.UID), nil
+}
+
+// problem is why a pod's credentials are not ready.
+type problem struct {
+	reason, message string
+	// event: the problem is worth an Event (not merely waiting for an object to appear).
+	event bool
+}
+
+func (p *problem) Error() string { return p.reason + ": " + p.message }
+
+// writePod writes every volume the agent handles and the containers' runtime specs; it returns
+// the first problem, after trying every volume, so one bad volume does not hold back the others.
+func (m *Manager) writePod(ctx context.Context, pod *corev1.Pod) *problem {
+	podDir := filepath.Join(m.podsDir, string(pod.UID))
+	src := sources{Cache: m.objects, tokens: m.tokens}
+	volumeDirs := map[string]string{}
+	var first *problem
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		dir := filepath.Join(podDir, "volumes", v.Name)
+		volumeDirs[v.Name] = dir
+		if !volumes.Supported(v) {
+			continue
+		}
+		if p := m.writeVolume(ctx, pod, v, dir, src); p != nil && first == nil {
+			first = p
+		}
+	}
+	if first != nil {
+		return first
+	}
+	for c := range podwalk.Containers(&pod.Spec) {
+		if err := m.writeSpec(pod, c.Container, podDir, volumeDirs); err != nil {
+			return &problem{reason: "RuntimeSpecFailed", message: fmt.Sprintf("container %q: %v", c.Name, err), event: true}
+		}
+	}
+	return nil
+}
+
+func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, dir string, src sources) *problem {
+	files, err := volumes.Build(ctx, pod, v, src)
+	if err != nil {
+		if volumes.IsNotReady(err) {
+			return &problem{reason: "VolumeNotReady", message: fmt.Sprintf("volume %q: %v", v.Name, err)}
+		}
+		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}
+	}
+	w, err := atomicwriter.New(dir, fmt.Sprintf("%s/%s volume %s", pod.Namespace, pod.Name, v.Name))
+	if err != nil {
+		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}
+	}
+	changed, err := w.Write(files)
+	if err != nil {
+		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}
+	}
+	if changed {
+		klog.FromContext(ctx).V(2).Info("Wrote volume", "pod", klog.KObj(pod), "volume", v.Name, "files", len(files))
+	}
+	return nil
+}
+
+// writeSpec writes one container's config.json, unless it already holds the same spec.
+func (m *Manager) writeSpec(pod *corev1.Pod, c *corev1.Container, podDir string, volumeDirs map[string]string) error {
+	spec, err := runtimespec.Spec(runtimespec.Params{Pod: pod, Container: c, VolumeDirs: volumeDirs})
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding runtime spec: %w", err)
+	}
+	dir := filepath.Join(podDir, "containers", c.Name)
+	path := filepath.Join(dir, "config.json")
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(data) {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".config.json.")
+	if err != nil {
+		return fmt.Errorf("writing runtime spec: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing runtime spec: %w", err)
+	}
+	if err := tmp.Chmod(0o640); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing runtime spec: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing runtime spec: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing runtime spec: %w", err)
+	}
+	return nil
+}
+
+// setCondition records on the pod's status whether its credentials are ready; it writes only
+// when the condition changes.
+func (m *Manager) setCondition(ctx context.Context, pod *corev1.Pod, p *problem) error {
+	want := corev1.PodCondition{Type: ConditionCredentialsReady, Status: corev1.ConditionTrue}
+	if p != nil {
+		want.Status, want.Reason, want.Message = corev1.ConditionFalse, p.reason, p.message
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == want.Type && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+			return nil
+		}
+	}
+	want.LastTransitionTime = metav1.NewTime(m.c.Clock.Now())
+	// The UID makes the patch fail on a pod that was recreated under the same name.
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pod.UID},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{want}},
+	})
+	if err != nil {
+		return fmt.Errorf("encoding the %s condition: %w", want.Type, err)
+	}
+	_, err = m.c.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("setting the %s condition of pod %s/%s: %w", want.Type, pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// finish removes a terminating or finished pod's files; a terminating pod is then deleted for
+// good, since no container of it runs here to be stopped first.
+func (m *Manager) finish(ctx context.Context, key string, pod *corev1.Pod) error {
+	if err := m.forget(key); err != nil {
+		return err
+	}
+	if err := m.removePodDir(pod.UID); err != nil {
+		return err
+	}
+	if pod.DeletionTimestamp == nil {
+		return nil
+	}
+	err := m.c.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64),
+		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting terminated pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// forget drops what the manager keeps for a pod key: its directory, tokens and watches.
+func (m *Manager) forget(key string) error {
+	m.mu.Lock()
+	uid, ok := m.written[key]
+	delete(m.written, key)
+	m.mu.Unlock()
+	m.objects.Use(key, nil, false)
+	if !ok {
+		return nil
+	}
+	m.tokens.Forget(uid)
+	return m.removePodDir(uid)
+}
+
+func (m *Manager) removePodDir(uid types.UID) error {
+	if uid == "" || strings.ContainsAny(string(uid), `/\`) || string(uid) == "." || string(uid) == ".." {
+		return fmt.Errorf("refusing to remove the directory of pod UID %q", uid)
+	}
+	dir := filepath.Join(m.podsDir, string(uid))
+	volumesDir := filepath.Join(dir, "volumes")
+	entries, err := os.ReadDir(volumesDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing pod directory %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if err := atomicwriter.Remove(filepath.Join(volumesDir, e.Name())); err != nil {
+			return fmt.Errorf("removing pod directory %s: %w", dir, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing pod directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// objectRefs are the secrets and configmaps the pod's volumes read.
+func objectRefs(pod *corev1.Pod) []objects.Ref {
+	var refs []objects.Ref
+	add := func(kind objects.Kind, name string) {
+		r := objects.Ref{Kind: kind, Namespace: pod.Namespace, Name: name}
+		if name != "" && !slices.Contains(refs, r) {
+			refs = append(refs, r)
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			add(objects.Secret, v.Secret.SecretName)
+		case v.ConfigMap != nil:
+			add(objects.ConfigMap, v.ConfigMap.Name)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				switch {
+				case s.Secret != nil:
+					add(objects.Secret, s.Secret.Name)
+				case s.ConfigMap != nil:
+					add(objects.ConfigMap, s.ConfigMap.Name)
+				}
+			}
+		}
+	}
+	return refs
+}
+
+func usesTrustBundles(pod *corev1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.ClusterTrustBundle != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sources gives the volume builder the objects from the cache and tokens from the manager.
+type sources struct {
+	*objects.Cache
+	tokens *tokens.Manager
+}
+
+func (s sources) ServiceAccountToken(ctx context.Context, pod *corev1.Pod, source *corev1.ServiceAccountTokenProjection) ([]byte, error) {
+	return s.tokens.Token(ctx, pod, source)
+}
+
+// tokenRequester asks the API server for tokens through the node's client.
+type tokenRequester struct{ client kubernetes.Interface }
+
+func (r tokenRequester) CreateToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return r.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+}

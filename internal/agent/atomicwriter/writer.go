@@ -1,0 +1,574 @@
+// Package atomicwriter writes the files of a pod volume so that a reader never sees a torn
+// update, the way the kubelet does for secret, configMap, downwardAPI and projected volumes.
+//
+// A volume directory holds:
+//
+//	..2026_11_25_10_00_00.123456789/   the files, written once and never modified
+//	..data -> ..2026_11_25_10_00_00.123456789
+//	token  -> ..data/token            one link per first path element
+//	a      -> ..data/a                (for a/b/c)
+//
+// An update writes a new timestamped directory and replaces ..data with one rename, so every
+// path resolution sees either the old or the new set. Nothing in the directory is trusted:
+// the writer refuses a directory holding anything it would not have written itself, and it
+// resolves names only inside the directory (os.Root), so a planted link cannot take a write,
+// read or removal outside it.
+package atomicwriter
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// FileProjection is one file of a volume.
+type FileProjection struct {
+	Data []byte
+	Mode fs.FileMode // permission bits only
+	UID  *int64      // owner to chown to, nil: leave as the agent
+	GID  *int64      // group to chown to, nil: leave
+}
+
+// ErrOwnershipNotPermitted is wrapped by Write's error when a file was to be chowned and the
+// agent may not (it does not run as root). Only files that ask for an owner can cause it.
+var ErrOwnershipNotPermitted = errors.New("changing file ownership is not permitted (the agent is not running as root)")
+
+const (
+	dataLink    = "..data"
+	dataTmpLink = "..data_tmp"
+	// tsLayout names a timestamped directory (after the ".." prefix); nanoseconds keep
+	// successive writes apart and make names sort in time order.
+	tsLayout = "2006_01_02_15_04_05.000000000"
+	dirMode  = fs.FileMode(0o755)
+)
+
+var tsName = regexp.MustCompile(`^\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d{9}$`)
+
+// Writer writes one volume directory. Its methods may be called from several goroutines;
+// two Writers must not share a directory.
+type Writer struct {
+	dir     string
+	logName string
+	now     func() time.Time
+
+	mu sync.Mutex
+}
+
+// New returns a writer for the volume directory dir (created 0755 if missing); logName names
+// it in errors.
+func New(dir, logName string) (*Writer, error) {
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", logName, err)
+	}
+	return &Writer{dir: dir, logName: logName, now: time.Now}, nil
+}
+
+// ensureDir creates dir if missing and refuses it if it is anything but a directory: a link
+// in its place would send the whole volume elsewhere.
+func ensureDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, dirMode); err != nil {
+			return fmt.Errorf("creating volume directory: %w", err)
+		}
+		// MkdirAll's mode went through the umask.
+		if err := os.Chmod(dir, dirMode); err != nil {
+			return fmt.Errorf("setting mode of volume directory: %w", err)
+		}
+		fi, err = os.Lstat(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("inspecting volume directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("volume directory %s is not a directory (mode %s)", dir, fi.Mode())
+	}
+	return nil
+}
+
+// Write makes the volume directory hold exactly files (keys are relative paths like "token"
+// or "a/b/c"). It returns whether anything visible changed; when the files already on disk
+// equal files in content, mode and owner it writes nothing. When an error comes after the new
+// files went live (removing what they replaced), changed is true along with the error.
+func (w *Writer) Write(files map[string]FileProjection) (changed bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+
+	clean, err := ValidateFiles(files)
+	if err != nil {
+		return false, w.errorf("refusing file set: %w", err)
+	}
+	if err := ensureDir(w.dir); err != nil {
+		return false, w.errorf("%w", err)
+	}
+	root, err := os.OpenRoot(w.dir)
+	if err != nil {
+		return false, w.errorf("opening volume directory: %w", err)
+	}
+	defer root.Close()
+
+	st, err := readState(root)
+	if err != nil {
+		return false, w.errorf("refusing volume directory %s: %w", w.dir, err)
+	}
+	same, err := st.holds(root, clean)
+	if err != nil {
+		return false, w.errorf("refusing volume directory %s: %w", w.dir, err)
+	}
+	if same {
+		// Leftovers of an interrupted write are not visible; clearing them is no change.
+		return false, w.removeHidden(root, st, st.current)
+	}
+	return w.replace(root, st, clean)
+}
+
+// replace writes files into a new timestamped directory and swaps ..data to it.
+func (w *Writer) replace(root *os.Root, st *state, files map[string]FileProjection) (bool, error) {
+	if st.tmpLink {
+		if err := root.Remove(dataTmpLink); err != nil {
+			return false, w.errorf("removing leftover %s: %w", dataTmpLink, err)
+		}
+		st.tmpLink = false
+	}
+	ts, err := w.makeTimestampDir(root)
+	if err != nil {
+		return false, err
+	}
+	var created []string
+	undo := func(err error) (bool, error) {
+		for _, name := range created {
+			_ = root.Remove(name)
+		}
+		_ = root.RemoveAll(ts)
+		return false, err
+	}
+	if err := w.writeTree(root, ts, files); err != nil {
+		return undo(err)
+	}
+	visible := topLevel(files)
+	for _, name := range sortedKeys(visible) {
+		if st.visible[name] {
+			continue
+		}
+		if err := root.Symlink(dataLink+"/"+name, name); err != nil {
+			return undo(w.errorf("linking %s: %w", name, err))
+		}
+		created = append(created, name)
+	}
+	if err := root.Symlink(ts, dataTmpLink); err != nil {
+		return undo(w.errorf("linking %s: %w", dataTmpLink, err))
+	}
+	if err := root.Rename(dataTmpLink, dataLink); err != nil {
+		_ = root.Remove(dataTmpLink)
+		return undo(w.errorf("renaming %s over %s: %w", dataTmpLink, dataLink, err))
+	}
+	// The new files are live from here on; what follows only clears what they replaced.
+	if err := syncDir(root, "."); err != nil {
+		return true, w.errorf("%w", err)
+	}
+	for _, name := range sortedKeys(st.visible) {
+		if visible[name] {
+			continue
+		}
+		if err := root.Remove(name); err != nil {
+			return true, w.errorf("removing stale %s: %w", name, err)
+		}
+	}
+	if err := w.removeHidden(root, st, ts); err != nil {
+		return true, err
+	}
+	if err := syncDir(root, "."); err != nil {
+		return true, w.errorf("%w", err)
+	}
+	return true, nil
+}
+
+// removeHidden removes every timestamped directory but keep, and a leftover ..data_tmp.
+func (w *Writer) removeHidden(root *os.Root, st *state, keep string) error {
+	old := append([]string{st.current}, st.staleDirs...)
+	for _, dir := range old {
+		if dir == "" || dir == keep {
+			continue
+		}
+		if err := root.RemoveAll(dir); err != nil {
+			return w.errorf("removing old %s: %w", dir, err)
+		}
+	}
+	if st.tmpLink {
+		if err := root.Remove(dataTmpLink); err != nil {
+			return w.errorf("removing leftover %s: %w", dataTmpLink, err)
+		}
+	}
+	return nil
+}
+
+func (w *Writer) makeTimestampDir(root *os.Root) (string, error) {
+	now := w.now().UTC()
+	for i := range 1000 {
+		name := ".." + now.Add(time.Duration(i)).Format(tsLayout)
+		err := root.Mkdir(name, dirMode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", w.errorf("creating %s: %w", name, err)
+		}
+		if err := root.Chmod(name, dirMode); err != nil {
+			_ = root.Remove(name)
+			return "", w.errorf("setting mode of %s: %w", name, err)
+		}
+		return name, nil
+	}
+	return "", w.errorf("no free timestamped directory name near %s", now.Format(tsLayout))
+}
+
+// writeTree writes files under the (new, empty) directory ts and makes them durable.
+func (w *Writer) writeTree(root *os.Root, ts string, files map[string]FileProjection) error {
+	dirs := map[string]bool{ts: true}
+	for _, p := range sortedKeys(files) {
+		var parents []string
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			parents = append(parents, d)
+		}
+		for i := len(parents) - 1; i >= 0; i-- {
+			d := path.Join(ts, parents[i])
+			if dirs[d] {
+				continue
+			}
+			if err := root.Mkdir(d, dirMode); err != nil {
+				return w.errorf("creating directory %s: %w", d, err)
+			}
+			if err := root.Chmod(d, dirMode); err != nil {
+				return w.errorf("setting mode of directory %s: %w", d, err)
+			}
+			dirs[d] = true
+		}
+		if err := w.writeFile(root, path.Join(ts, p), files[p]); err != nil {
+			return err
+		}
+	}
+	// Deepest first, so each directory is synced after the entries made in it.
+	ordered := sortedKeys(dirs)
+	sort.Slice(ordered, func(i, j int) bool { return len(ordered[i]) > len(ordered[j]) })
+	for _, d := range ordered {
+		if err := syncDir(root, d); err != nil {
+			return w.errorf("%w", err)
+		}
+	}
+	return nil
+}
+
+func (w *Writer) writeFile(root *os.Root, name string, f FileProjection) (err error) {
+	fh, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return w.errorf("creating %s: %w", name, err)
+	}
+	defer func() {
+		if cerr := fh.Close(); cerr != nil && err == nil {
+			err = w.errorf("closing %s: %w", name, cerr)
+		}
+	}()
+	if _, err := fh.Write(f.Data); err != nil {
+		return w.errorf("writing %s: %w", name, err)
+	}
+	if f.UID != nil || f.GID != nil {
+		uid, gid := -1, -1
+		if f.UID != nil {
+			uid = int(*f.UID)
+		}
+		if f.GID != nil {
+			gid = int(*f.GID)
+		}
+		if err := fh.Chown(uid, gid); err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return w.errorf("chown %s to uid %s gid %s: %w: %w", name, idString(f.UID), idString(f.GID), ErrOwnershipNotPermitted, err)
+			}
+			return w.errorf("chown %s to uid %s gid %s: %w", name, idString(f.UID), idString(f.GID), err)
+		}
+	}
+	// After the chown, which may clear bits, and regardless of the umask.
+	if err := fh.Chmod(f.Mode); err != nil {
+		return w.errorf("setting mode of %s: %w", name, err)
+	}
+	if err := fh.Sync(); err != nil {
+		return w.errorf("syncing %s: %w", name, err)
+	}
+	return nil
+}
+
+func idString(id *int64) string {
+	if id == nil {
+		return "(unchanged)"
+	}
+	return fmt.Sprint(*id)
+}
+
+func syncDir(root *os.Root, name string) error {
+	d, err := root.Open(name)
+	if err != nil {
+		return fmt.Errorf("opening %s to sync: %w", name, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", name, err)
+	}
+	return nil
+}
+
+func (w *Writer) errorf(format string, args ...any) error {
+	return fmt.Errorf("%s: "+format, append([]any{w.logName}, args...)...)
+}
+
+// state is what a volume directory holds, checked to be only what a Writer makes.
+type state struct {
+	current   string          // the timestamped directory ..data names, "" when there is none
+	staleDirs []string        // other timestamped directories, left by an interrupted write
+	tmpLink   bool            // ..data_tmp, left by an interrupted write
+	visible   map[string]bool // user-visible names, each a link to ..data/<name>
+}
+
+// readState reads the top of the volume directory with Lstat semantics and refuses anything
+// a Writer would not have made there.
+func readState(root *os.Root) (*state, error) {
+	entries, err := readDir(root, ".")
+	if err != nil {
+		return nil, err
+	}
+	st := &state{visible: map[string]bool{}}
+	dirs := map[string]bool{}
+	for _, e := range entries {
+		name, typ := e.Name(), e.Type()
+		isLink := typ&fs.ModeSymlink != 0
+		switch {
+		case name == dataLink:
+			if !isLink {
+				return nil, fmt.Errorf("%s is not a symlink (type %s)", name, typ)
+			}
+			target, err := root.Readlink(name)
+			if err != nil {
+				return nil, err
+			}
+			if !tsName.MatchString(target) {
+				return nil, fmt.Errorf("%s points to %q, not to a timestamped directory of the volume", name, target)
+			}
+			st.current = target
+		case name == dataTmpLink:
+			if !isLink {
+				return nil, fmt.Errorf("%s is not a symlink (type %s)", name, typ)
+			}
+			st.tmpLink = true
+		case tsName.MatchString(name):
+			if !typ.IsDir() {
+				return nil, fmt.Errorf("timestamped %s is not a directory (type %s)", name, typ)
+			}
+			dirs[name] = true
+		case strings.HasPrefix(name, ".."):
+			return nil, fmt.Errorf("unexpected entry %s among the names reserved for the writer", name)
+		default:
+			if !isLink {
+				return nil, fmt.Errorf("user-visible %s is not a symlink (type %s)", name, typ)
+			}
+			target, err := root.Readlink(name)
+			if err != nil {
+				return nil, err
+			}
+			if target != dataLink+"/"+name {
+				return nil, fmt.Errorf("user-visible %s points to %q, not to %s/%s", name, target, dataLink, name)
+			}
+			st.visible[name] = true
+		}
+	}
+	if st.current != "" && !dirs[st.current] {
+		return nil, fmt.Errorf("%s points to %s, which is missing", dataLink, st.current)
+	}
+	for _, d := range sortedKeys(dirs) {
+		if err := checkTree(root, d); err != nil {
+			return nil, err
+		}
+		if d != st.current {
+			st.staleDirs = append(st.staleDirs, d)
+		}
+	}
+	return st, nil
+}
+
+// checkTree refuses a timestamped directory holding anything but files and directories: a
+// Writer never puts a link, device or pipe there.
+func checkTree(root *os.Root, dir string) error {
+	entries, err := readDir(root, dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := path.Join(dir, e.Name())
+		switch typ := e.Type(); {
+		case typ.IsDir():
+			if err := checkTree(root, p); err != nil {
+				return err
+			}
+		case !typ.IsRegular():
+			return fmt.Errorf("%s is neither a file nor a directory (type %s)", p, typ)
+		}
+	}
+	return nil
+}
+
+// holds reports whether the directory shows exactly files: the same visible names, and in the
+// current timestamped directory the same files with the same content, mode and owner.
+func (st *state) holds(root *os.Root, files map[string]FileProjection) (bool, error) {
+	if st.current == "" {
+		return false, nil
+	}
+	visible := topLevel(files)
+	if len(visible) != len(st.visible) {
+		return false, nil
+	}
+	for name := range visible {
+		if !st.visible[name] {
+			return false, nil
+		}
+	}
+	wantDirs := map[string]bool{}
+	for p := range files {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			wantDirs[d] = true
+		}
+	}
+	c := comparison{root: root, base: st.current, files: files, dirs: wantDirs, euid: int64(os.Geteuid()), egid: int64(os.Getegid())}
+	same, err := c.tree("")
+	if err != nil || !same {
+		return false, err
+	}
+	return c.seen == len(files), nil
+}
+
+type comparison struct {
+	root       *os.Root
+	base       string
+	files      map[string]FileProjection
+	dirs       map[string]bool
+	euid, egid int64
+	seen       int
+}
+
+// tree compares the directory rel (relative to the timestamped directory) with the wanted
+// files; it stops at the first difference.
+func (c *comparison) tree(rel string) (bool, error) {
+	entries, err := readDir(c.root, path.Join(c.base, rel))
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		p := path.Join(rel, e.Name())
+		switch typ := e.Type(); {
+		case typ.IsDir():
+			if !c.dirs[p] {
+				return false, nil
+			}
+			if same, err := c.tree(p); err != nil || !same {
+				return false, err
+			}
+		case typ.IsRegular():
+			f, ok := c.files[p]
+			if !ok {
+				return false, nil
+			}
+			if same, err := c.file(path.Join(c.base, p), f); err != nil || !same {
+				return false, err
+			}
+			c.seen++
+		default:
+			return false, fmt.Errorf("%s/%s is neither a file nor a directory (type %s)", c.base, p, typ)
+		}
+	}
+	return true, nil
+}
+
+func (c *comparison) file(name string, f FileProjection) (bool, error) {
+	before, err := c.root.Lstat(name)
+	if err != nil {
+		return false, err
+	}
+	if !before.Mode().IsRegular() {
+		return false, fmt.Errorf("%s is not a regular file (type %s)", name, before.Mode().Type())
+	}
+	if before.Size() != int64(len(f.Data)) || before.Mode() != f.Mode {
+		return false, nil
+	}
+	uid, gid, ok := ownerOf(before)
+	if !ok {
+		return false, nil
+	}
+	wantUID, wantGID := c.euid, c.egid
+	if f.UID != nil {
+		wantUID = *f.UID
+	}
+	if f.GID != nil {
+		wantGID = *f.GID
+	}
+	if uid != wantUID || gid != wantGID {
+		return false, nil
+	}
+	fh, err := c.root.Open(name)
+	if err != nil {
+		return false, err
+	}
+	defer fh.Close()
+	opened, err := fh.Stat()
+	if err != nil {
+		return false, err
+	}
+	if !os.SameFile(before, opened) {
+		return false, fmt.Errorf("%s changed while being read", name)
+	}
+	onDisk, err := io.ReadAll(io.LimitReader(fh, int64(len(f.Data))+1))
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return bytes.Equal(onDisk, f.Data), nil
+}
+
+func readDir(root *os.Root, name string) ([]fs.DirEntry, error) {
+	d, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", name, err)
+	}
+	return entries, nil
+}
+
+// Remove removes the volume directory dir and everything in it without following any link:
+// a link in place of dir is removed itself, links inside are unlinked, never traversed.
+func Remove(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("removing volume directory: %w", err)
+	}
+	if !fi.IsDir() {
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("removing volume directory: %w", err)
+		}
+		return nil
+	}
+	// RemoveAll walks with openat and O_NOFOLLOW and unlinks links instead of entering them.
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing volume directory: %w", err)
+	}
+	return nil
+}

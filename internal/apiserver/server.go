@@ -348,7 +348,7 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	approving, err := csrApprovingController(client, cfg.Authorization.Authorizer, informerFactory)
+	approving, err := csrApprovingController(o, client, cfg.Authorization.Authorizer, informerFactory)
 	if err != nil {
 		return nil, err
 	}

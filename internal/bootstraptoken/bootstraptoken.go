@@ -126,6 +126,9 @@ type Request struct {
 // Issue creates a token through the admin kubeconfig and returns the bootstrap kubeconfig for it:
 // the admin's server and CA, the new token as the user.
 func Issue(ctx context.Context, r Request) ([]byte, error) {
+	if r.TTL < 0 {
+		return nil, fmt.Errorf("ttl %v is negative", r.TTL)
+	}
 	restConfig, cluster, err := loadAdmin(r.AdminKubeconfig)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ func without(key string) func(*corev1.Secret) {
 	return func(s *corev1.Secret) { delete(s.Data, key) }
 }
 
-func listerOf(t *testing.T, secrets ...*corev1.Secret) corelisters.SecretNamespaceLister {
+func listerOf(t testing.TB, secrets ...*corev1.Secret) corelisters.SecretNamespaceLister {
 	t.Helper()
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, s := range secrets {
@@ -164,4 +164,21 @@ func TestLookupErrorsAreErrors(t *testing.T) {
 	if _, ok, err := a.AuthenticateToken(context.Background(), token); ok || err == nil {
 		t.Fatalf("ok %v err %v, want an error", ok, err)
 	}
+}
+
+// Whatever a client sends, the authenticator neither fails nor accepts anything but the token.
+func FuzzAuthenticateToken(f *testing.F) {
+	for _, seed := range []string{token, id + ".0123456789abcdeg", "ABCDEF." + secret, "", ".", token + "\x00", "eyJhbGciOiJub25lIn0.e30."} {
+		f.Add(seed)
+	}
+	a := New(listerOf(f, tokenSecret()), testclock.NewFakePassiveClock(now))
+	f.Fuzz(func(t *testing.T, s string) {
+		resp, ok, err := a.AuthenticateToken(context.Background(), s)
+		if err != nil {
+			t.Fatalf("error for %q: %v", s, err)
+		}
+		if ok != (s == token) || (ok && resp.User.GetName() != "system:bootstrap:"+id) {
+			t.Fatalf("%q: authenticated %v (%+v)", s, ok, resp)
+		}
+	})
 }

@@ -12,12 +12,13 @@ go test -timeout 60m ./internal/apiserver/
 # The e2e tests build the binary they drive, which Go's test cache cannot see: never cache them.
 go test -count=1 -timeout 60m ./test/e2e/
 # Fuzz the decoding of untrusted certificate requests and certificates, the signers' rules, the
-# service-account token authenticator, TokenRequest validation, Windows user names, GMSA
+# service-account and bootstrap token authenticators, TokenRequest validation, Windows user names, GMSA
 # credential spec documents and their comparison, and the GMSA webhook's decoding of
 # AdmissionReviews, for a bounded time.
 go test -run '^$' -fuzz FuzzCertificateSigningRequestPEM -fuzztime 15s ./internal/validation/
 go test -run '^$' -fuzz FuzzPolicies -fuzztime 10s ./internal/certificates/
 go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 15s ./internal/serviceaccount/
+go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 10s ./internal/authn/bootstraptoken/
 go test -run '^$' -fuzz FuzzValidateTokenRequest -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzCredSpecEqual -fuzztime 10s ./internal/gmsa/
 go test -run '^$' -fuzz FuzzRunAsUserName -fuzztime 10s ./internal/validation/

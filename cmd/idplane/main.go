@@ -1,5 +1,6 @@
 // Command idplane is the identity and access control plane: `idplane server` runs the API server
-// with its controllers; `idplane agent` runs the node side; `idplane gmsa credspec` writes a GMSACredentialSpec for a Windows gMSA;
+// with its controllers; `idplane agent` runs the node side; `idplane token create` makes a bootstrap token and prints the kubeconfig
+// a node agent joins with; `idplane gmsa credspec` writes a GMSACredentialSpec for a Windows gMSA;
 // `idplane gmsa-webhook` serves the GMSA admission webhooks for another Kubernetes cluster.
 package main
 
@@ -27,7 +28,7 @@ func main() {
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlagSet(klogFlags)
-	root.AddCommand(serverCommand(), agentCommand(), gmsaCommand(), gmsaWebhookCommand())
+	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "idplane:", err)
 		os.Exit(1)

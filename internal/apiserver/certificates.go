@@ -44,7 +44,12 @@ func csrSigningController(o *Options, client kubernetes.Interface, factory infor
 	return signing, trustbundlepublisher.New(client, cas), nil
 }
 
-// csrApprovingController builds the kubelet-client approver, asking the server's own authorizer.
-func csrApprovingController(client kubernetes.Interface, az authorizer.Authorizer, factory informers.SharedInformerFactory) (*csrapproving.Controller, error) {
-	return csrapproving.New(client, az, factory.Certificates().V1().CertificateSigningRequests())
+// csrApprovingController builds the kubelet-client approver, asking the server's own authorizer,
+// and, with --approve-kubelet-serving, the kubelet-serving one.
+func csrApprovingController(o *Options, client kubernetes.Interface, az authorizer.Authorizer, factory informers.SharedInformerFactory) (*csrapproving.Controller, error) {
+	cfg := csrapproving.Config{ApproveKubeletServing: o.ApproveKubeletServing}
+	if o.ApproveKubeletServing {
+		cfg.Nodes = factory.Core().V1().Nodes()
+	}
+	return csrapproving.New(client, az, factory.Certificates().V1().CertificateSigningRequests(), cfg)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/idplane/idplane/internal/controller/rootcacertpublisher"
 	"github.com/idplane/idplane/internal/controller/serviceaccount"
 	"github.com/idplane/idplane/internal/controller/serviceaccounttokens"
+	"github.com/idplane/idplane/internal/controller/tokencleaner"
 	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
 )
 
@@ -84,6 +85,10 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 		return err
 	}
 	cleaner := csrcleaner.New(client, factory.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
+	tokenCleaner, err := tokencleaner.New(client, factory.Core().V1().Secrets(), clock.RealClock{})
+	if err != nil {
+		return fmt.Errorf("building the bootstrap token cleaner: %w", err)
+	}
 	type hook struct {
 		name string
 		run  func(context.Context) error
@@ -125,6 +130,10 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 		}},
 		{"csr-cleaner", func(ctx context.Context) error {
 			go cleaner.Run(ctx)
+			return nil
+		}},
+		{"bootstrap-token-cleaner", func(ctx context.Context) error {
+			go tokenCleaner.Run(ctx, 1)
 			return nil
 		}},
 		{"trust-bundle-publisher", func(ctx context.Context) error {

@@ -50,6 +50,9 @@ type Options struct {
 	// ClusterSigningFiles are, per built-in signer flag prefix, the CA certificate and key files;
 	// empty means the cluster CA in <data-dir>/pki.
 	ClusterSigningFiles map[string]*SigningFiles
+	// ApproveKubeletServing lets the approver approve a node's own kubelet serving CSRs for the
+	// names its Node object shows.
+	ApproveKubeletServing bool
 }
 
 // ServiceAccountOptions are the service-account token settings.
@@ -135,6 +138,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.GMSA.AlphaAnnotations, "gmsa-alpha-annotations", o.GMSA.AlphaAnnotations, "GMSA admission also expands and checks the alpha annotations (pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name and friends), for clusters migrating from alpha.")
 	o.Admission.AddFlags(fs)
 	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest lifetime of a certificate the built-in kubernetes.io signers issue; a CSR's expirationSeconds can only shorten it.")
+	fs.BoolVar(&o.ApproveKubeletServing, "approve-kubelet-serving", o.ApproveKubeletServing, "Approve kubernetes.io/kubelet-serving CSRs that a node asks for itself (CN system:node:<name>, O system:nodes, usages digital signature[, key encipherment], server auth) when every DNS and IP name is among its Node's status.addresses or kubernetes.io/hostname label; others stay pending.")
 	for _, s := range clusterSigners {
 		f := o.ClusterSigningFiles[s.flag]
 		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: the cluster CA). Read again when it changes.")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/emicklei/go-restful/v3"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
@@ -33,11 +34,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/compatibility"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	"github.com/idplane/idplane/internal/admission"
 	gmsaadmission "github.com/idplane/idplane/internal/admission/gmsa"
 	"github.com/idplane/idplane/internal/authn"
+	"github.com/idplane/idplane/internal/authn/bootstraptoken"
 	"github.com/idplane/idplane/internal/authz"
 	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/authz/rbac"
@@ -220,6 +223,7 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	authnConfig := authn.Config{
 		ClientCA: clientCA, TokenAuthFile: o.TokenAuthFile, Anonymous: o.AnonymousAuth,
 		ServiceAccounts: tokens.authenticator, APIAudiences: in.tokens.audiences,
+		BootstrapTokens: bootstraptoken.New(informerFactory.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem), clock.RealClock{}),
 	}
 	if o.AuthenticationConfigFile != "" {
 		anonymous, err := authn.LoadConfigFile(o.AuthenticationConfigFile)
@@ -344,7 +348,7 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	approving, err := csrApprovingController(client, cfg.Authorization.Authorizer, informerFactory)
+	approving, err := csrApprovingController(o, client, cfg.Authorization.Authorizer, informerFactory)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 // Package authn assembles the request authenticators: x509 client certificates (CN is the user,
-// O the groups), service-account tokens, an optional static token file, and anonymous access only
-// when enabled, everywhere or on listed paths.
+// O the groups), service-account tokens, bootstrap tokens, an optional static token file, and
+// anonymous access only when enabled, everywhere or on listed paths.
 package authn
 
 import (
@@ -27,7 +27,9 @@ type Config struct {
 	TokenAuthFile string
 	// ServiceAccounts authenticates service-account tokens, or is nil.
 	ServiceAccounts authenticator.Token
-	// APIAudiences are the audiences of tokens that name none (static tokens).
+	// BootstrapTokens authenticates bootstrap tokens (<id>.<secret>), or is nil.
+	BootstrapTokens authenticator.Token
+	// APIAudiences are the audiences of tokens that name none (bootstrap and static tokens).
 	APIAudiences authenticator.Audiences
 	// Anonymous lets requests with no credentials through as system:anonymous.
 	Anonymous bool
@@ -46,6 +48,10 @@ func New(c Config) (authenticator.Request, error) {
 	var tokens []authenticator.Token
 	if c.ServiceAccounts != nil {
 		tokens = append(tokens, c.ServiceAccounts)
+	}
+	if c.BootstrapTokens != nil {
+		// Bootstrap tokens name no audience either: they are for joining this API server.
+		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(c.APIAudiences, c.BootstrapTokens))
 	}
 	if c.TokenAuthFile != "" {
 		static, err := tokenfile.NewCSV(c.TokenAuthFile)

@@ -1,12 +1,18 @@
 // Package csrapproving approves kubelet client certificate requests whose requester may have
 // them: a new node's credentials need "create" on certificatesigningrequests/nodeclient, a node
 // renewing its own (the CSR's common name is the requester) needs
-// certificatesigningrequests/selfnodeclient. Everything else waits for a human or another approver.
+// certificatesigningrequests/selfnodeclient. When enabled, it also approves a node's own kubelet
+// serving certificate for names its Node object shows (certificates.ApproveKubeletServing).
+// Everything else waits for a human or another approver: this controller never denies, since a
+// denial is final while a serving request may become approvable once its Node reports the names.
 package csrapproving
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -16,37 +22,65 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 
 	"github.com/idplane/idplane/internal/certificates"
 	"github.com/idplane/idplane/internal/controller/keyworker"
 )
 
-// Controller approves the kubelet client CSRs its rules allow.
+// Controller approves the kubelet CSRs its rules allow.
 type Controller struct {
 	client kubernetes.Interface
 	authz  authorizer.Authorizer
 	lister certlisters.CertificateSigningRequestLister
-	synced cache.InformerSynced
+	csrs   cache.Indexer
+	// nodes is nil unless kubelet serving CSRs are approved.
+	nodes  corelisters.NodeLister
+	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
 }
 
+// Config are the optional parts of the approver.
+type Config struct {
+	// ApproveKubeletServing also approves kubernetes.io/kubelet-serving CSRs a node asks for
+	// itself, for names its Node object shows.
+	ApproveKubeletServing bool
+	// Nodes is the Node informer; required with ApproveKubeletServing.
+	Nodes coreinformers.NodeInformer
+}
+
+// servingRequesterIndex finds the kubelet serving CSRs a requester asked for, to look at them
+// again when the requester's Node changes.
+const servingRequesterIndex = "csrapproving.kubelet-serving-requester"
+
 // New returns the controller; authz is the server's own authorizer, asked as each CSR's requester.
-func New(client kubernetes.Interface, authz authorizer.Authorizer, csrs certinformers.CertificateSigningRequestInformer) (*Controller, error) {
+func New(client kubernetes.Interface, authz authorizer.Authorizer, csrs certinformers.CertificateSigningRequestInformer, cfg Config) (*Controller, error) {
 	c := &Controller{
 		client: client,
 		authz:  authz,
 		lister: csrs.Lister(),
-		synced: csrs.Informer().HasSynced,
+		csrs:   csrs.Informer().GetIndexer(),
+		synced: []cache.InformerSynced{csrs.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "csrapproving"}),
 	}
+	if cfg.ApproveKubeletServing {
+		if cfg.Nodes == nil {
+			return nil, fmt.Errorf("approving kubelet serving CSRs needs the Node informer")
+		}
+		if err := c.watchNodes(csrs, cfg.Nodes); err != nil {
+			return nil, err
+		}
+	}
 	enqueue := func(obj any) {
-		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && undecidedKubeletClient(csr) {
+		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok && c.handles(csr) {
 			c.queue.Add(csr.Name)
 		}
 	}
@@ -60,11 +94,72 @@ func New(client kubernetes.Interface, authz authorizer.Authorizer, csrs certinfo
 	return c, nil
 }
 
-// undecidedKubeletClient reports a kubelet client CSR nobody has approved, denied or failed yet.
-func undecidedKubeletClient(csr *certificatesv1.CertificateSigningRequest) bool {
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
+// watchNodes looks again at a node's pending serving CSRs when the Node appears or its names
+// change: a kubelet asks for its serving certificate about when it first reports its addresses.
+func (c *Controller) watchNodes(csrs certinformers.CertificateSigningRequestInformer, nodes coreinformers.NodeInformer) error {
+	err := csrs.Informer().AddIndexers(cache.Indexers{servingRequesterIndex: func(obj any) ([]string, error) {
+		csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+		if !ok || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
+			return nil, nil
+		}
+		return []string{csr.Spec.Username}, nil
+	}})
+	if err != nil {
+		return fmt.Errorf("indexing certificatesigningrequests: %w", err)
+	}
+	c.nodes = nodes.Lister()
+	c.synced = append(c.synced, nodes.Informer().HasSynced)
+	nodeChanged := func(obj any) {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return
+		}
+		pending, err := c.csrs.ByIndex(servingRequesterIndex, nodeUserPrefix+n.Name)
+		if err != nil {
+			klog.ErrorS(err, "Finding the kubelet serving CSRs of a node", "node", n.Name)
+			return
+		}
+		for _, obj := range pending {
+			if csr := obj.(*certificatesv1.CertificateSigningRequest); undecided(csr) {
+				c.queue.Add(csr.Name)
+			}
+		}
+	}
+	_, err = nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: nodeChanged,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*corev1.Node)
+			n, ok2 := obj.(*corev1.Node)
+			// Heartbeats change the status all the time; only the names matter here.
+			if ok1 && ok2 && (!slices.Equal(o.Status.Addresses, n.Status.Addresses) || o.Labels[corev1.LabelHostname] != n.Labels[corev1.LabelHostname]) {
+				nodeChanged(obj)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watching nodes: %w", err)
+	}
+	return nil
+}
+
+const nodeUserPrefix = "system:node:"
+
+// handles reports an undecided CSR of a signer this approver answers for.
+func (c *Controller) handles(csr *certificatesv1.CertificateSigningRequest) bool {
+	switch csr.Spec.SignerName {
+	case certificatesv1.KubeAPIServerClientKubeletSignerName:
+	case certificatesv1.KubeletServingSignerName:
+		if c.nodes == nil {
+			return false
+		}
+	default:
 		return false
 	}
+	return undecided(csr)
+}
+
+// undecided reports a CSR nobody has approved, denied or failed yet.
+func undecided(csr *certificatesv1.CertificateSigningRequest) bool {
 	for _, cond := range csr.Status.Conditions {
 		switch cond.Type {
 		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
@@ -76,7 +171,15 @@ func undecidedKubeletClient(csr *certificatesv1.CertificateSigningRequest) bool 
 
 // Run approves until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	keyworker.Run(ctx, c.queue, c.synced, workers, "Approving certificate signing request", c.sync)
+	synced := func() bool {
+		for _, s := range c.synced {
+			if !s() {
+				return false
+			}
+		}
+		return true
+	}
+	keyworker.Run(ctx, c.queue, synced, workers, "Approving certificate signing request", c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {
@@ -87,12 +190,15 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if !undecidedKubeletClient(csr) {
+	if !c.handles(csr) {
 		return nil
 	}
 	parsed, err := certificates.ParseRequest(csr.Spec.Request)
 	if err != nil {
 		return nil
+	}
+	if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName {
+		return c.syncServing(ctx, csr, parsed)
 	}
 	// Only what the kubelet client signer would sign is approved here; the rest is a human's call.
 	policy := certificates.Policies[certificatesv1.KubeAPIServerClientKubeletSignerName]
@@ -107,6 +213,30 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil || !allowed {
 		return err
 	}
+	return c.approve(ctx, csr, message)
+}
+
+// syncServing approves a kubelet serving CSR when certificates.ApproveKubeletServing allows it
+// against the Node the cache holds now, and otherwise leaves it pending.
+func (c *Controller) syncServing(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, parsed *x509.CertificateRequest) error {
+	req := &certificates.KubeletServingRequest{Username: csr.Spec.Username, Groups: csr.Spec.Groups, Usages: csr.Spec.Usages, CSR: parsed}
+	if name, ok := strings.CutPrefix(parsed.Subject.CommonName, nodeUserPrefix); ok && name != "" {
+		node, err := c.nodes.Get(name)
+		switch {
+		case err == nil:
+			req.Node = node
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("looking up the node of CSR %q: %w", csr.Name, err)
+		}
+	}
+	if err := certificates.ApproveKubeletServing(req); err != nil {
+		klog.V(2).InfoS("Leaving kubelet serving CSR pending", "csr", csr.Name, "reason", err)
+		return nil
+	}
+	return c.approve(ctx, csr, "Auto approving kubelet serving certificate for names its node reports.")
+}
+
+func (c *Controller) approve(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, message string) error {
 	csr = csr.DeepCopy()
 	now := metav1.Now()
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
@@ -114,7 +244,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		LastUpdateTime: now, LastTransitionTime: now,
 	})
 	if _, err := c.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("approving CSR %q: %w", name, err)
+		return fmt.Errorf("approving CSR %q: %w", csr.Name, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 )
 
 const (
@@ -146,9 +147,11 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		// administrator's choice.
 		groupBinding("system:service-account-issuer-discovery", serviceaccount.AllServiceAccountsGroup),
 		// Upstream leaves these to kubeadm; a cluster needs them for nodes to join and renew:
-		// new nodes' bootstrap credentials may ask for kubelet client certificates, and nodes
-		// may renew their own. Both roles grant only a subresource the approver checks.
-		namedGroupBinding("idplane:node-bootstrapper-nodeclient", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers"),
+		// new nodes' bootstrap credentials may create and follow CSRs and have kubelet client
+		// certificates approved, and nodes may renew their own. The last two roles grant only a
+		// subresource the approver checks.
+		namedGroupBinding("idplane:node-bootstrapper", "system:node-bootstrapper", bootstrapapi.BootstrapDefaultGroup),
+		namedGroupBinding("idplane:node-bootstrapper-nodeclient", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", bootstrapapi.BootstrapDefaultGroup),
 		namedGroupBinding("idplane:nodes-selfnodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", user.NodesGroup),
 	}
 	for i := range bindings {

@@ -118,6 +118,7 @@ func TestBindings(t *testing.T) {
 		{"system:public-info-viewer", "", []rbacv1.Subject{group("system:authenticated"), group("system:unauthenticated")}},
 		{"system:node", "", nil},
 		{"system:service-account-issuer-discovery", "", []rbacv1.Subject{group("system:serviceaccounts")}},
+		{"idplane:node-bootstrapper", "system:node-bootstrapper", []rbacv1.Subject{group("system:bootstrappers")}},
 		{"idplane:node-bootstrapper-nodeclient", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", []rbacv1.Subject{group("system:bootstrappers")}},
 		{"idplane:nodes-selfnodeclient", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", []rbacv1.Subject{group("system:nodes")}},
 	}
@@ -285,6 +286,62 @@ func TestGrants(t *testing.T) {
 			}
 			if got, _ := validation.Covers(r.Rules, []rbacv1.PolicyRule{tc.rule}); got != tc.grant {
 				t.Errorf("%q grants %+v: %v, want %v", tc.role, tc.rule, got, tc.grant)
+			}
+		})
+	}
+}
+
+// TestGroupGrants checks what the default bindings give the groups of node bootstrap: a bootstrap
+// token's group may create and follow CSRs and have node client ones approved (as upstream's
+// system:node-bootstrapper plus kubeadm's bindings), nodes may have their own renewed; neither
+// gets anything more.
+func TestGroupGrants(t *testing.T) {
+	roles := rolesByName(t)
+	rulesOf := func(group string) []rbacv1.PolicyRule {
+		var rules []rbacv1.PolicyRule
+		for _, b := range ClusterRoleBindings() {
+			for _, s := range b.Subjects {
+				if s.Kind == rbacv1.GroupKind && s.Name == group {
+					rules = append(rules, roles[b.RoleRef.Name].Rules...)
+				}
+			}
+		}
+		return rules
+	}
+	csrs := func(verb, subresource string) rbacv1.PolicyRule {
+		resource := "certificatesigningrequests"
+		if subresource != "" {
+			resource += "/" + subresource
+		}
+		return rbacv1.PolicyRule{Verbs: []string{verb}, APIGroups: []string{"certificates.k8s.io"}, Resources: []string{resource}}
+	}
+	core := func(verb, resource string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{Verbs: []string{verb}, APIGroups: []string{""}, Resources: []string{resource}}
+	}
+	cases := []struct {
+		group string
+		rule  rbacv1.PolicyRule
+		grant bool
+	}{
+		{"system:bootstrappers", csrs("create", ""), true},
+		{"system:bootstrappers", csrs("get", ""), true},
+		{"system:bootstrappers", csrs("list", ""), true},
+		{"system:bootstrappers", csrs("watch", ""), true},
+		{"system:bootstrappers", csrs("create", "nodeclient"), true},
+		{"system:bootstrappers", csrs("create", "selfnodeclient"), false},
+		{"system:bootstrappers", csrs("delete", ""), false},
+		{"system:bootstrappers", csrs("update", "approval"), false},
+		{"system:bootstrappers", core("get", "secrets"), false},
+		{"system:bootstrappers", core("list", "secrets"), false},
+		{"system:bootstrappers", core("create", "nodes"), false},
+		{"system:nodes", csrs("create", "selfnodeclient"), true},
+		{"system:nodes", csrs("create", "nodeclient"), false},
+		{"system:nodes", core("get", "secrets"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.group+" "+tc.rule.Verbs[0]+" "+tc.rule.Resources[0], func(t *testing.T) {
+			if got, _ := validation.Covers(rulesOf(tc.group), []rbacv1.PolicyRule{tc.rule}); got != tc.grant {
+				t.Errorf("group %s granted %+v: %v, want %v", tc.group, tc.rule, got, tc.grant)
 			}
 		})
 	}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/bootstraptoken"
+)
+
+func tokenCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Manage bootstrap tokens, with which nodes join the cluster",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(tokenCreateCommand())
+	return cmd
+}
+
+func tokenCreateCommand() *cobra.Command {
+	r := bootstraptoken.Request{AdminKubeconfig: "./idplane-data/admin.kubeconfig", TTL: 24 * time.Hour, Clock: clock.RealClock{}}
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create a bootstrap token and print a bootstrap kubeconfig for a node agent",
+		Long: "Create a random bootstrap token (a secret bootstrap-token-<id> in kube-system) and print, on standard output, " +
+			"a kubeconfig with the admin kubeconfig's server and certificate authority and the token as user: " +
+			"what `idplane agent` needs to ask for its node's client certificate.",
+		Example: "  idplane token create --ttl 1h > bootstrap.kubeconfig",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, err := bootstraptoken.Issue(cmd.Context(), r)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&r.AdminKubeconfig, "kubeconfig", r.AdminKubeconfig, "kubeconfig allowed to create secrets in kube-system; its server and certificate authority go into the output")
+	fs.DurationVar(&r.TTL, "ttl", r.TTL, "how long the token authenticates; 0 means it never expires")
+	return cmd
+}

@@ -1,0 +1,169 @@
+// Package bootstraptoken issues bootstrap tokens: it stores a new random token as a
+// bootstrap.kubernetes.io/token secret in kube-system, through an admin's client, and writes the
+// bootstrap kubeconfig a node agent joins the cluster with.
+package bootstraptoken
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"k8s.io/cluster-bootstrap/util/tokens"
+	"k8s.io/utils/clock"
+)
+
+// Description is what the secrets of the tokens this package creates say about themselves.
+const Description = "Bootstrap token created by 'idplane token create'"
+
+// attempts bounds the retries on a token id that is taken: ids are 6 random characters of 36.
+const attempts = 5
+
+// requestTimeout keeps an unreachable server from hanging the command.
+const requestTimeout = 30 * time.Second
+
+// Token is a stored bootstrap token.
+type Token struct {
+	ID, Secret string
+	// Expiration is when it stops working; zero means never.
+	Expiration time.Time
+}
+
+// String is the bearer token, <id>.<secret>.
+func (t Token) String() string { return bootstraputil.TokenFromIDAndSecret(t.ID, t.Secret) }
+
+// Create stores a new random token that authenticates for ttl (0: for ever) and may sign
+// cluster-info, as kubeadm's default tokens.
+func Create(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock, ttl time.Duration) (Token, error) {
+	if ttl < 0 {
+		return Token{}, fmt.Errorf("ttl %v is negative", ttl)
+	}
+	for range attempts {
+		raw, err := bootstraputil.GenerateBootstrapToken()
+		if err != nil {
+			return Token{}, fmt.Errorf("generating a bootstrap token: %w", err)
+		}
+		id, secret, err := tokens.ParseToken(raw)
+		if err != nil {
+			return Token{}, fmt.Errorf("generating a bootstrap token: %w", err)
+		}
+		t := Token{ID: id, Secret: secret}
+		if ttl > 0 {
+			// Whole seconds: the stored RFC 3339 time has no fraction.
+			t.Expiration = clk.Now().Add(ttl).UTC().Truncate(time.Second)
+		}
+		_, err = client.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, secretOf(t), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			return Token{}, fmt.Errorf("creating bootstrap token secret %s/%s: %w", metav1.NamespaceSystem, bootstraputil.BootstrapTokenSecretName(id), err)
+		}
+		return t, nil
+	}
+	return Token{}, fmt.Errorf("creating a bootstrap token secret: %d random token ids were all taken", attempts)
+}
+
+func secretOf(t Token) *corev1.Secret {
+	data := map[string][]byte{
+		bootstrapapi.BootstrapTokenIDKey:               []byte(t.ID),
+		bootstrapapi.BootstrapTokenSecretKey:           []byte(t.Secret),
+		bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
+		bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
+		bootstrapapi.BootstrapTokenDescriptionKey:      []byte(Description),
+	}
+	if !t.Expiration.IsZero() {
+		data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(t.Expiration.Format(time.RFC3339))
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(t.ID), Namespace: metav1.NamespaceSystem},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		Data:       data,
+	}
+}
+
+// Cluster is the API server an agent joins: its URL and the CA that verifies it.
+type Cluster struct {
+	Server string
+	CAPEM  []byte
+}
+
+// Kubeconfig returns a kubeconfig that reaches the cluster with the bearer token alone.
+func Kubeconfig(c Cluster, t Token) ([]byte, error) {
+	const cluster, user = "idplane", "tls-bootstrap-token-user"
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[cluster] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: c.CAPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: t.String()}
+	context := user + "@" + cluster
+	cfg.Contexts[context] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: user}
+	cfg.CurrentContext = context
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the bootstrap kubeconfig: %w", err)
+	}
+	return data, nil
+}
+
+// Request is one `idplane token create`.
+type Request struct {
+	// AdminKubeconfig reaches the server with the right to create secrets in kube-system.
+	AdminKubeconfig string
+	// TTL is how long the token authenticates; 0 means for ever.
+	TTL   time.Duration
+	Clock clock.PassiveClock
+}
+
+// Issue creates a token through the admin kubeconfig and returns the bootstrap kubeconfig for it:
+// the admin's server and CA, the new token as the user.
+func Issue(ctx context.Context, r Request) ([]byte, error) {
+	if r.TTL < 0 {
+		return nil, fmt.Errorf("ttl %v is negative", r.TTL)
+	}
+	restConfig, cluster, err := loadAdmin(r.AdminKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("building a client from %s: %w", r.AdminKubeconfig, err)
+	}
+	t, err := Create(ctx, client, r.Clock, r.TTL)
+	if err != nil {
+		return nil, err
+	}
+	return Kubeconfig(cluster, t)
+}
+
+// loadAdmin reads the admin kubeconfig's current context: a client for it, and the cluster it
+// names with its CA, which the bootstrap kubeconfig must carry for the agent to verify the server.
+func loadAdmin(path string) (*rest.Config, Cluster, error) {
+	raw, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return nil, Cluster{}, fmt.Errorf("loading admin kubeconfig: %w", err)
+	}
+	restConfig, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, Cluster{}, fmt.Errorf("admin kubeconfig %s: %w", path, err)
+	}
+	caPEM := restConfig.CAData
+	if len(caPEM) == 0 && restConfig.CAFile != "" {
+		if caPEM, err = os.ReadFile(restConfig.CAFile); err != nil {
+			return nil, Cluster{}, fmt.Errorf("admin kubeconfig %s: reading its certificate authority: %w", path, err)
+		}
+	}
+	if len(caPEM) == 0 {
+		return nil, Cluster{}, errors.New("admin kubeconfig " + path + " names no certificate authority for its server; an agent could not verify the server")
+	}
+	restConfig.Timeout = requestTimeout
+	return restConfig, Cluster{Server: restConfig.Host, CAPEM: caPEM}, nil
+}

@@ -93,11 +93,11 @@ func spec(p Params) (*specs.Spec, error) {
 	sc := EffectiveSecurityContext(pod, c)
 	windows := pod.Spec.OS != nil && pod.Spec.OS.Name == corev1.Windows
 
-	mounts, err := mounts(pod, c, p.VolumeDirs, env, !windows)
+	ms, err := mounts(pod, c, p.VolumeDirs, env, !windows)
 	if err != nil {
 		return nil, err
 	}
-	s.Mounts = mounts
+	s.Mounts = ms
 
 	if windows {
 		err = windowsParts(s, sc)

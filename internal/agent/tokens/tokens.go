@@ -7,8 +7,12 @@ package tokens
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -258,4 +262,92 @@ func (m *Manager) Forget(podUID types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.pods, podUID)
+}
+
+// Adopt caches a token the agent wrote before it restarted, so that a restart does not replace
+// every pod's token: it is taken only when nothing is cached for the source yet and its claims
+// say it is bound to this pod, names the source's audience, and is not yet due for refresh. The
+// token's signature is not checked: the agent wrote the file itself, and whoever is handed the
+// token checks it. It reports whether the token was taken.
+func (m *Manager) Adopt(pod *corev1.Pod, source *corev1.ServiceAccountTokenProjection, token []byte) bool {
+	if pod == nil || source == nil || pod.UID == "" || pod.Spec.ServiceAccountName == "" {
+		return false
+	}
+	c, err := parseClaims(token)
+	if err != nil || c.Kubernetes.Pod == nil || types.UID(c.Kubernetes.Pod.UID) != pod.UID ||
+		c.Kubernetes.Namespace != pod.Namespace || c.Kubernetes.ServiceAccount == nil ||
+		c.Kubernetes.ServiceAccount.Name != pod.Spec.ServiceAccountName {
+		return false
+	}
+	if source.Audience != "" && !c.Audience.has(source.Audience) {
+		return false
+	}
+	issued, expires := time.Unix(c.IssuedAt, 0), time.Unix(c.Expiry, 0)
+	if !expires.After(issued) {
+		return false
+	}
+	k := key{serviceAccount: pod.Spec.ServiceAccountName, audience: source.Audience, expirationSeconds: DefaultExpirationSeconds}
+	if source.ExpirationSeconds != nil {
+		k.expirationSeconds = *source.ExpirationSeconds
+	}
+	refreshAt := issued.Add(min(time.Duration(float64(expires.Sub(issued))*refreshFraction), maxRefreshAge))
+	e := m.entry(pod.UID, k)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e.token != "" || !m.clk.Now().Before(refreshAt) {
+		return false
+	}
+	e.token, e.expiresAt, e.refreshAt = string(token), expires, refreshAt
+	return true
+}
+
+// claims are the parts of a bound service-account token Adopt looks at.
+type claims struct {
+	IssuedAt   int64    `json:"iat"`
+	Expiry     int64    `json:"exp"`
+	Audience   audience `json:"aud"`
+	Kubernetes struct {
+		Namespace      string `json:"namespace"`
+		ServiceAccount *struct {
+			Name string `json:"name"`
+		} `json:"serviceaccount"`
+		Pod *struct {
+			UID string `json:"uid"`
+		} `json:"pod"`
+	} `json:"kubernetes.io"`
+}
+
+// audience is a JWT "aud": one string or a list.
+type audience []string
+
+func (a *audience) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*a = audience{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*a = many
+	return nil
+}
+
+func (a audience) has(s string) bool { return slices.Contains(a, s) }
+
+func parseClaims(token []byte) (*claims, error) {
+	parts := strings.Split(strings.TrimSpace(string(token)), ".")
+	if len(parts) != 3 {
+		return nil, errors.New("not a JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, fmt.Errorf("decoding JWT payload: %w", err)
+	}
+	var c claims
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return nil, fmt.Errorf("decoding JWT claims: %w", err)
+	}
+	return &c, nil
 }

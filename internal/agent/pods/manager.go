@@ -325,10 +325,11 @@ func (m *Manager) adoptTokens(pod *corev1.Pod, podDir string) {
 func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, dir string, src sources) *problem {
 	files, err := volumes.Build(ctx, pod, v, src)
 	if err != nil {
+		// The builder's errors name the pod and the volume.
 		if volumes.IsNotReady(err) {
-			return &problem{reason: "VolumeNotReady", message: fmt.Sprintf("volume %q: %v", v.Name, err)}
+			return &problem{reason: "VolumeNotReady", message: err.Error()}
 		}
-		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}
+		return &problem{reason: "FailedMount", message: err.Error(), event: true}
 	}
 	w, err := atomicwriter.New(dir, fmt.Sprintf("%s/%s volume %s", pod.Namespace, pod.Name, v.Name))
 	if err != nil {

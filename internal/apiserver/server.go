@@ -46,6 +46,7 @@ import (
 	"github.com/idplane/idplane/internal/authz/rbac"
 	generated "github.com/idplane/idplane/internal/generated/openapi"
 	"github.com/idplane/idplane/internal/kubeconfig"
+	"github.com/idplane/idplane/internal/leaderelection"
 	"github.com/idplane/idplane/internal/pki"
 	"github.com/idplane/idplane/internal/registry/rbac/escalation"
 	"github.com/idplane/idplane/internal/version"
@@ -64,8 +65,10 @@ type Server struct {
 	etcd *embeddedEtcd
 	// nodeGraph feeds the Node authorizer; tests pause it to make the graph lag the store.
 	nodeGraph *node.Populator
-	done      chan struct{}
-	err       error
+	// identity names this replica in the controllers' Lease.
+	identity string
+	done     chan struct{}
+	err      error
 }
 
 // Wait blocks until the server has stopped (its context ended) and returns why it stopped.
@@ -148,10 +151,19 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 		}
 		etcdServers = []string{etcd.clientURL}
 	}
-	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, done: make(chan struct{})}
+	var identity string
+	if o.LeaderElection.LeaderElect {
+		if identity, err = leaderelection.NewIdentity(); err != nil {
+			if etcd != nil {
+				etcd.Close()
+			}
+			return nil, err
+		}
+	}
+	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, identity: identity, done: make(chan struct{})}
 	prepared, err := build(ctx, o, buildInput{
 		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
-		etcdServers: etcdServers, tokens: tokens,
+		etcdServers: etcdServers, tokens: tokens, identity: identity,
 	})
 	if err != nil {
 		if etcd != nil {
@@ -177,6 +189,8 @@ type buildInput struct {
 	caPEM                   []byte
 	etcdServers             []string
 	tokens                  *tokenSettings
+	// identity names this replica in the controllers' Lease.
+	identity string
 }
 
 func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, err error) {
@@ -205,6 +219,12 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	// throttling slow them down.
 	cfg.LoopbackClientConfig.QPS, cfg.LoopbackClientConfig.Burst = -1, -1
 	cfg.ExternalAddress = in.listener.Addr().String()
+	// On SIGTERM the library turns /readyz red, waits the delay, stops accepting, drains in-flight
+	// requests (bounded by the request timeout) and, with a grace period, tells watches to end;
+	// the leader lease is released in a pre-shutdown hook, before any of that refuses requests.
+	cfg.ShutdownDelayDuration = o.Shutdown.DelayDuration
+	cfg.ShutdownWatchTerminationGracePeriod = o.Shutdown.WatchTerminationGracePeriod
+	cfg.ShutdownSendRetryAfter = o.Shutdown.SendRetryAfter
 
 	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
 	if err != nil {
@@ -344,14 +364,6 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	signing, publisher, err := csrSigningController(o, client, informerFactory)
-	if err != nil {
-		return nil, err
-	}
-	approving, err := csrApprovingController(o, client, cfg.Authorization.Authorizer, informerFactory)
-	if err != nil {
-		return nil, err
-	}
 	err = srv.AddPostStartHook("start-dynamic-informers", func(ctx genericapiserver.PostStartHookContext) error {
 		dynamicInformers.Start(ctx.Done())
 		return nil
@@ -359,11 +371,28 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	content, err := newNamespaceContentControllers(client, informerFactory, in.caPEM, tokens.config.Issuer)
+	signers, err := loadClusterSigners(o)
 	if err != nil {
 		return nil, err
 	}
-	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, content, certificateControllers{signing, approving, publisher}); err != nil {
+	controllers := controllerContext{
+		client: client, dyn: dyn, authorizer: cfg.Authorization.Authorizer,
+		caPEM: in.caPEM, issuer: tokens.config.Issuer,
+		signers: signers, signingDuration: o.ClusterSigningDuration,
+		approveKubeletServing: o.ApproveKubeletServing,
+	}
+	var elector *leaderelection.Elector
+	if le := o.LeaderElection; le.LeaderElect {
+		elector, err = leaderelection.New(leaderelection.Config{
+			Leases: client.CoordinationV1(), Namespace: le.ResourceNamespace, Name: le.ResourceName, Identity: in.identity,
+			LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+			Lead: func(ctx context.Context) { runControllers(ctx, controllers) },
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := addControllers(srv, controllers, informerFactory, rbacIndex, nodePopulator, elector); err != nil {
 		return nil, err
 	}
 	return &preparedServer{

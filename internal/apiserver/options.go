@@ -39,6 +39,9 @@ type Options struct {
 	EtcdCAFile   string
 	EtcdCertFile string
 	EtcdKeyFile  string
+	// RequestTimeout bounds every request that is not a watch or other long-running one: the
+	// server answers 504 when it passes, also while etcd has lost quorum.
+	RequestTimeout time.Duration
 
 	AuthorizationModes []string
 	TokenAuthFile      string
@@ -122,6 +125,7 @@ func NewOptions() *Options {
 		DataDir:                "./idplane-data",
 		BindAddress:            net.ParseIP("127.0.0.1"),
 		SecurePort:             6443,
+		RequestTimeout:         time.Minute,
 		AuthorizationModes:     append([]string(nil), authz.DefaultModes...),
 		Admission:              admission.NewOptions(),
 		ServiceAccounts:        ServiceAccountOptions{ExtendTokenExpiration: true},
@@ -155,6 +159,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle verifying the external etcd servers.")
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate for the external etcd.")
 	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "Client key for the external etcd.")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Longest time a request other than a watch may take before the server answers 504 Timeout; also how long a stopping server waits for requests in flight.")
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes, fmt.Sprintf("Ordered authorizers; the first to allow or deny decides (known: %v). Group system:masters is always allowed.", authz.Modes()))
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Treat requests without credentials as user system:anonymous instead of refusing them.")
@@ -200,6 +205,9 @@ func (o *Options) Validate() error {
 	}
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile go together"))
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %v must be positive", o.RequestTimeout))
 	}
 	if err := authz.ValidateModes(o.AuthorizationModes); err != nil {
 		errs = append(errs, err)

@@ -30,6 +30,11 @@ func TestOptionsValidate(t *testing.T) {
 			name:   "mode Node with other plugins disabled",
 			modify: func(o *Options) { o.Admission.DisablePlugins = []string{"NamespaceLifecycle"} },
 		},
+		{
+			name:    "no request timeout",
+			modify:  func(o *Options) { o.RequestTimeout = 0 },
+			wantErr: "--request-timeout 0s must be positive",
+		},
 		{name: "token maximum of a day", modify: func(o *Options) { o.ServiceAccounts.MaxTokenExpiration = 24 * time.Hour }},
 		{
 			name:    "token maximum under an hour",

@@ -9,6 +9,7 @@ import (
 
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -197,6 +198,10 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	cfg := genericapiserver.NewConfig(Codecs)
 	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
+	cfg.RequestTimeout = o.RequestTimeout
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(withAnswerMargin(h), c)
+	}
 
 	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", in.servingCert, in.servingKey)
 	if err != nil {

@@ -50,6 +50,9 @@ type Options struct {
 	// ClusterSigningFiles are, per built-in signer flag prefix, the CA certificate and key files;
 	// empty means the cluster CA in <data-dir>/pki.
 	ClusterSigningFiles map[string]*SigningFiles
+
+	Encryption EncryptionOptions
+	Audit      AuditOptions
 }
 
 // ServiceAccountOptions are the service-account token settings.
@@ -107,6 +110,7 @@ func NewOptions() *Options {
 			}
 			return m
 		}(),
+		Audit: NewAuditOptions(),
 	}
 }
 
@@ -140,6 +144,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: the cluster CA). Read again when it changes.")
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: the cluster CA's key).")
 	}
+	o.Encryption.AddFlags(fs)
+	o.Audit.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -188,5 +194,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--cluster-signing-%s-cert-file and --cluster-signing-%s-key-file go together", s.flag, s.flag))
 		}
 	}
+	errs = append(errs, o.Encryption.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
 	return errors.Join(errs...)
 }

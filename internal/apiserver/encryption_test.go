@@ -243,6 +243,48 @@ func TestEncryptionConfigAutomaticReload(t *testing.T) {
 	expectSecret(t, ts, "before", "written-before-reload")
 }
 
+// TestUndecryptableSecretsRefuseStart checks that a server whose configuration cannot read the
+// secrets in etcd says so at start instead of never turning ready.
+func TestUndecryptableSecretsRefuseStart(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(t.TempDir(), "encryption.yaml")
+	key1, key2 := newTestKey(t, "key1"), newTestKey(t, "key2")
+	writeEncryptionConfig(t, config, key1)
+	ts := startTestServer(t, dir, func(o *Options) { o.Encryption.ProviderConfigFile = config })
+	createSecret(t, ts, "s1", "first-value")
+	ts.stop()
+
+	for _, tc := range []struct {
+		name string
+		keys []testKey
+	}{
+		{"old key removed before the rewrite", []testKey{key2}},
+		{"another key under the same name", []testKey{newTestKey(t, "key1")}},
+		{"identity only", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writeEncryptionConfig(t, config, tc.keys...)
+			o := NewOptions()
+			o.DataDir, o.SecurePort, o.Encryption.ProviderConfigFile = dir, 0, config
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			srv, err := Start(ctx, o)
+			if err == nil {
+				cancel()
+				_ = srv.Wait()
+				t.Fatal("server started")
+			}
+			if want := "secrets in etcd (default/s1 first) cannot be decrypted with the encryption configuration " + config; !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not say %q", err, want)
+			}
+		})
+	}
+
+	writeEncryptionConfig(t, config, key2, key1)
+	ts = startTestServer(t, dir, func(o *Options) { o.Encryption.ProviderConfigFile = config })
+	expectSecret(t, ts, "s1", "first-value")
+}
+
 func TestEncryptionConfigRefused(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {

@@ -120,7 +120,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
 		return nil, err
 	}
-	encryptionConfig, err := o.Encryption.configFile(files)
+	encryptionConfig, secretsTransformer, err := o.Encryption.configFile(files)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +148,12 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 			return nil, err
 		}
 		etcdServers = []string{etcd.clientURL}
+	}
+	if err := verifyStoredSecrets(ctx, o, etcdServers, secretsTransformer, encryptionConfig); err != nil {
+		if etcd != nil {
+			etcd.Close()
+		}
+		return nil, err
 	}
 	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, done: make(chan struct{})}
 	prepared, err := build(ctx, o, buildInput{

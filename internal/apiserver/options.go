@@ -67,6 +67,9 @@ type Options struct {
 	// LeaderElection makes the controllers run on one replica at a time; off, they run at once.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	Shutdown       ShutdownOptions
+
+	Encryption EncryptionOptions
+	Audit      AuditOptions
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
@@ -147,6 +150,7 @@ func NewOptions() *Options {
 			ResourceName:      "idplane-controllers",
 		},
 		Shutdown: ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
+		Audit:    NewAuditOptions(),
 	}
 }
 
@@ -186,6 +190,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
 	fs.DurationVar(&o.Shutdown.WatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.Shutdown.WatchTerminationGracePeriod, "On SIGTERM, open watches are told to end and the stop waits for them up to this long (0: watches are cut when their connections close).")
 	fs.BoolVar(&o.Shutdown.SendRetryAfter, "shutdown-send-retry-after", o.Shutdown.SendRetryAfter, "On SIGTERM, keep listening until in-flight requests drained and answer new requests 429 with Retry-After instead of refusing connections.")
+	o.Encryption.AddFlags(fs)
+	o.Audit.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -253,5 +259,7 @@ func (o *Options) Validate() error {
 	if o.Shutdown.DelayDuration < 0 || o.Shutdown.WatchTerminationGracePeriod < 0 {
 		errs = append(errs, errors.New("--shutdown-delay-duration and --shutdown-watch-termination-grace-period must not be negative"))
 	}
+	errs = append(errs, o.Encryption.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
 	return errors.Join(errs...)
 }

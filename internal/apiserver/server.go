@@ -127,6 +127,10 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
 		return nil, err
 	}
+	encryptionConfig, secretsTransformer, err := o.Encryption.configFile(files)
+	if err != nil {
+		return nil, err
+	}
 	tokens, err := serviceAccountTokens(o, files, url)
 	if err != nil {
 		return nil, err
@@ -152,6 +156,12 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 		}
 		etcdServers = []string{etcd.clientURL}
 	}
+	if err := verifyStoredSecrets(ctx, o, etcdServers, secretsTransformer, encryptionConfig); err != nil {
+		if etcd != nil {
+			etcd.Close()
+		}
+		return nil, err
+	}
 	var identity string
 	if o.LeaderElection.LeaderElect {
 		if identity, err = leaderelection.NewIdentity(); err != nil {
@@ -164,7 +174,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, identity: identity, done: make(chan struct{})}
 	prepared, err := build(ctx, o, buildInput{
 		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
-		etcdServers: etcdServers, tokens: tokens, identity: identity,
+		etcdServers: etcdServers, tokens: tokens, identity: identity, encryptionConfig: encryptionConfig,
 	})
 	if err != nil {
 		if etcd != nil {
@@ -192,6 +202,8 @@ type buildInput struct {
 	tokens                  *tokenSettings
 	// identity names this replica in the controllers' Lease.
 	identity string
+	// encryptionConfig is the EncryptionConfiguration file the storage layer encrypts with.
+	encryptionConfig string
 }
 
 func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, err error) {
@@ -201,6 +213,9 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	cfg.RequestTimeout = o.RequestTimeout
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
 		return genericapiserver.DefaultBuildHandlerChain(withAnswerMargin(h), c)
+	}
+	if err := o.Audit.ApplyTo(cfg); err != nil {
+		return nil, err
 	}
 
 	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", in.servingCert, in.servingKey)
@@ -317,6 +332,8 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	etcdOpts.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
 	// No garbage collector runs: deletions are never held for orphaning or foreground cascades.
 	etcdOpts.EnableGarbageCollection = false
+	etcdOpts.EncryptionProviderConfigFilepath = in.encryptionConfig
+	etcdOpts.EncryptionProviderConfigAutomaticReload = o.Encryption.AutomaticReload
 	resourceConfig := serverstorage.NewResourceConfig()
 	for _, g := range served {
 		resourceConfig.EnableVersions(g.gv)

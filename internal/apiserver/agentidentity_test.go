@@ -25,6 +25,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/idplane/idplane/internal/agent/credentials"
+	"github.com/idplane/idplane/internal/agent/nodestatus"
 )
 
 const bootstrapToken = "abcdef.0123456789abcdef"
@@ -334,4 +335,92 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestAgentNodeStatus: with its bootstrapped identity a node registers its Node (fresh, or an
+// existing one an administrator created), and its status writes and Lease renewals pass the
+// Node authorizer and NodeRestriction.
+func TestAgentNodeStatus(t *testing.T) {
+	ts := agentServer(t, nil)
+	ctx := context.Background()
+	bootstrap := writeBootstrapKubeconfig(t, ts)
+	existing := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-e", Labels: map[string]string{"team": "blue", "kubernetes.io/os": "plan9"}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "blue", Effect: corev1.TaintEffectNoSchedule}}},
+	}
+	if _, err := ts.client.CoreV1().Nodes().Create(ctx, existing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	for _, name := range []string{"node-s", "node-e"} {
+		id := startIdentity(t, credentials.Config{
+			RootDir: filepath.Join(t.TempDir(), name), NodeName: name, BootstrapKubeconfig: bootstrap,
+			Clock: clocktesting.NewFakeClock(time.Now()),
+		})
+		t.Cleanup(id.Stop)
+		client, err := kubernetes.NewForConfig(id.RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- nodestatus.Run(runCtx, client, nodestatus.Config{
+				NodeName: name, Hostname: name + ".example", OS: "linux", KubeletPort: 10250,
+				Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.20"}},
+				Clock:     clk,
+			})
+		}()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("nodestatus.Run: %v", err)
+			}
+		})
+	}
+	// Two nodes, each with a lease and a status loop sleeping on the clock.
+	settle := func() {
+		eventually(t, "agents waiting on the clock", func() error {
+			if n := clk.Waiters(); n != 4 {
+				return fmt.Errorf("%d waiters", n)
+			}
+			return nil
+		})
+	}
+	settle()
+
+	for _, name := range []string{"node-s", "node-e"} {
+		node, err := ts.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if node.Labels["kubernetes.io/hostname"] != name+".example" || node.Labels["kubernetes.io/os"] != "linux" {
+			t.Errorf("%s labels %v", name, node.Labels)
+		}
+		var ready bool
+		for _, c := range node.Status.Conditions {
+			ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+		}
+		if !ready || len(node.Status.Addresses) != 2 || node.Status.NodeInfo.KubeletVersion == "" || node.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+			t.Errorf("%s status %+v", name, node.Status)
+		}
+		lease, err := ts.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("lease of %s: %v", name, err)
+		}
+		if *lease.Spec.HolderIdentity != name || len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].UID != node.UID {
+			t.Errorf("lease of %s: holder %q owners %+v", name, *lease.Spec.HolderIdentity, lease.OwnerReferences)
+		}
+	}
+	node, _ := ts.client.CoreV1().Nodes().Get(ctx, "node-e", metav1.GetOptions{})
+	if node.Labels["team"] != "blue" || len(node.Spec.Taints) != 1 {
+		t.Errorf("existing node's labels %v taints %v, want the administrator's kept", node.Labels, node.Spec.Taints)
+	}
+
+	clk.Step(10 * time.Second)
+	settle()
+	lease, err := ts.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "node-s", metav1.GetOptions{})
+	if err != nil || !lease.Spec.RenewTime.Time.Equal(clk.Now()) {
+		t.Errorf("lease renewed at %v (%v), want %v", lease.Spec.RenewTime, err, clk.Now())
+	}
 }

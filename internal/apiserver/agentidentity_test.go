@@ -13,6 +13,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -53,6 +54,23 @@ func agentServer(t *testing.T, configure func(*Options)) *testServer {
 	if _, err := ts.client.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	// The agents retry on their injected clocks, which the tests do not advance while
+	// bootstrapping: wait until the authorizer has seen the binding.
+	eventually(t, "bootstrappers allowed to create CSRs", func() error {
+		review, err := ts.client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: "system:bootstrap:abcdef", Groups: []string{"system:bootstrappers", "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "certificates.k8s.io", Resource: "certificatesigningrequests"},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if !review.Status.Allowed {
+			return fmt.Errorf("not yet: %s", review.Status.Reason)
+		}
+		return nil
+	})
 	return ts
 }
 

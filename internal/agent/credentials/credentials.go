@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -94,8 +95,10 @@ func Start(ctx context.Context, c Config) (*Identity, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	if err := ensurePrivateDir(root); err != nil {
-		return nil, err
+	// DIR holds more than credentials (pods' volumes, which their users must reach), so only
+	// DIR/pki is closed to everyone but the owner.
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		return nil, fmt.Errorf("creating the agent directory %s: %w", root, err)
 	}
 	if err := ensurePrivateDir(pkiDir(root)); err != nil {
 		return nil, err
@@ -224,7 +227,7 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("node name %q: %v", c.NodeName, msgs))
 	}
 	if c.Hostname != "" {
-		if msgs := validation.IsDNS1123Subdomain(c.Hostname); len(msgs) > 0 {
+		if msgs := validation.IsDNS1123Subdomain(strings.ToLower(c.Hostname)); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("host name %q: %v", c.Hostname, msgs))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -157,12 +158,13 @@ func sleep(ctx context.Context, c clock.Clock, d time.Duration) bool {
 	}
 }
 
-// servingTemplate is the kubelet-serving request for the node: its host name and addresses as
-// subject alternative names. Nil when there is no name to serve under.
+// servingTemplate is the kubelet-serving request for the node: its host name (DNS names are
+// case-insensitive; the request carries the lower-case form) and addresses as subject
+// alternative names. Nil when there is no name to serve under.
 func servingTemplate(nodeName, hostname string, addresses []net.IP) *x509.CertificateRequest {
 	t := nodeTemplate(nodeName)
 	if hostname != "" {
-		t.DNSNames = []string{hostname}
+		t.DNSNames = []string{strings.ToLower(hostname)}
 	}
 	t.IPAddresses = slices.Clone(addresses)
 	if len(t.DNSNames) == 0 && len(t.IPAddresses) == 0 {

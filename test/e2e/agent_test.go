@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,6 +17,7 @@ import (
 // agent is one `idplane agent` process.
 type agent struct {
 	rootDir, manifests, logPath string
+	args                        []string
 	cmd                         *exec.Cmd
 	exited                      chan struct{}
 }
@@ -31,30 +34,59 @@ func startAgent(t *testing.T, s *server, node string) *agent {
 		t.Fatal(err)
 	}
 	a := &agent{rootDir: t.TempDir(), manifests: t.TempDir(), logPath: filepath.Join(t.TempDir(), "agent.log")}
-	logFile, err := os.Create(a.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.cmd = exec.Command(idplaneBin, "agent", "--bootstrap-kubeconfig", bootstrap, "--node-name", node,
-		"--root-dir", a.rootDir, "--pod-manifest-path", a.manifests, "--node-ip", "127.0.0.1", "--hostname", node, "-v=2")
-	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
-	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("starting the agent: %v", err)
-	}
-	a.exited = make(chan struct{})
-	go func() {
-		_ = a.cmd.Wait()
-		logFile.Close()
-		close(a.exited)
-	}()
+	a.args = []string{"agent", "--bootstrap-kubeconfig", bootstrap, "--node-name", node,
+		"--root-dir", a.rootDir, "--pod-manifest-path", a.manifests, "--node-ip", "127.0.0.1", "--hostname", node, "-v=2"}
 	t.Cleanup(func() {
-		_ = a.cmd.Process.Kill()
-		<-a.exited
+		a.kill()
 		if t.Failed() {
 			t.Logf("agent %s log (last lines):\n%s", node, tailFile(a.logPath, 60))
 		}
 	})
+	a.start(t)
 	return a
+}
+
+func (a *agent) start(t *testing.T) {
+	t.Helper()
+	logFile, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cmd = exec.Command(idplaneBin, a.args...)
+	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
+	if err := a.cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("starting the agent: %v", err)
+	}
+	exited := make(chan struct{})
+	a.exited = exited
+	go func() {
+		_ = a.cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+}
+
+// stop ends the agent with SIGTERM, as a service manager would.
+func (a *agent) stop(t *testing.T) {
+	t.Helper()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("stopping the agent: %v", err)
+	}
+	select {
+	case <-a.exited:
+	case <-time.After(stopTimeout):
+		a.kill()
+		t.Fatalf("the agent did not exit within %v of SIGTERM", stopTimeout)
+	}
+}
+
+func (a *agent) kill() {
+	if a.cmd == nil {
+		return
+	}
+	_ = a.cmd.Process.Kill()
+	<-a.exited
 }
 
 // kubeconfig is the node's own kubeconfig, written once TLS bootstrap is done.
@@ -280,5 +312,96 @@ spec:
 			}
 			return nil
 		})
+	})
+}
+
+// TestAgentRestarts checks that the agent keeps what it wrote while the server is away and
+// catches up when it returns, and that a restarted agent picks up where it left off without
+// rewriting what did not change.
+func TestAgentRestarts(t *testing.T) {
+	t.Parallel()
+	// A fixed port: the agent's kubeconfig names the server's address, which must survive a restart.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	s := startServer(t, fmt.Sprintf("--secure-port=%d", port))
+	a := startAgent(t, s, "node-r")
+
+	s.kubectl(t, "create", "namespace", "r")
+	s.ensureServiceAccount(t, "r", "app")
+	s.kubectl(t, "create", "configmap", "settings", "-n", "r", "--from-literal=mode=one")
+	podManifest := func(name string) string {
+		return manifest(t, `apiVersion: v1
+kind: Pod
+metadata: {name: `+name+`, namespace: r}
+spec:
+  nodeName: node-r
+  serviceAccountName: app
+  containers: [{name: app, image: busybox}]
+  volumes: [{name: settings, configMap: {name: settings}}]
+`)
+	}
+	// files waits for a pod's token and settings and returns the token volume's directory.
+	files := func(name, mode string) (uid, tokenVolume string) {
+		t.Helper()
+		eventually(t, 60*time.Second, func() error {
+			out, err := s.kubectlErr("get", "pod", name, "-n", "r", "-o", "jsonpath={.metadata.uid} {.spec.volumes[1].name}")
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			f := strings.Fields(out)
+			if len(f) != 2 {
+				return fmt.Errorf("pod %s: %q", name, out)
+			}
+			uid, tokenVolume = f[0], filepath.Join(a.podDir(f[0]), "volumes", f[1])
+			if _, err := os.Stat(filepath.Join(tokenVolume, "token")); err != nil {
+				return err
+			}
+			got, err := os.ReadFile(filepath.Join(a.podDir(uid), "volumes", "settings", "mode"))
+			if err != nil || string(got) != mode {
+				return fmt.Errorf("settings of %s: %q, %v; want %q", name, got, err, mode)
+			}
+			return nil
+		})
+		return uid, tokenVolume
+	}
+	s.kubectl(t, "create", "-f", podManifest("before"))
+	_, tokenVolume := files("before", "one")
+	token, err := os.ReadFile(filepath.Join(tokenVolume, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataLink, err := os.Readlink(filepath.Join(tokenVolume, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the server goes away and comes back", func(t *testing.T) {
+		s.stop(t)
+		// The agent keeps what it wrote while it cannot reach the server.
+		time.Sleep(2 * time.Second)
+		if got, err := os.ReadFile(filepath.Join(tokenVolume, "token")); err != nil || string(got) != string(token) {
+			t.Errorf("token while the server is down: %v", err)
+		}
+		s.start(t)
+		s.kubectl(t, "create", "-f", podManifest("during"))
+		files("during", "one")
+	})
+
+	t.Run("a restarted agent rewrites only what changed", func(t *testing.T) {
+		a.stop(t)
+		s.kubectl(t, "patch", "configmap", "settings", "-n", "r", "-p", `{"data":{"mode":"two"}}`)
+		a.start(t)
+		// Once the changed settings are written, the agent has synced the pod again.
+		files("before", "two")
+		if got, err := os.ReadFile(filepath.Join(tokenVolume, "token")); err != nil || string(got) != string(token) {
+			t.Errorf("the restarted agent replaced a token that was not due for refresh (err %v)", err)
+		}
+		if got, err := os.Readlink(filepath.Join(tokenVolume, "..data")); err != nil || got != dataLink {
+			t.Errorf("the token volume was rewritten: ..data %q, was %q (err %v)", got, dataLink, err)
+		}
 	})
 }

@@ -2,7 +2,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -57,6 +65,8 @@ func TestReplicasOnEtcdCluster(t *testing.T) {
 		"--request-timeout", replicaRequestTimeout.String(),
 		// One issuer for all, so a token one replica issues is valid at the others.
 		"--service-account-issuer", "https://idplane.e2e.test",
+		// A short lease, so that the replicas take over from a killed leader within seconds.
+		"--leader-elect-lease-duration", leaseDuration.String(), "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
 	}
 	a := startServer(t, args...)
 	replicas := []*server{a}
@@ -134,6 +144,73 @@ func TestReplicasOnEtcdCluster(t *testing.T) {
 	t.Run("after the failures every replica authorizes a node by the same pods", func(t *testing.T) {
 		nodes.followPod(t, "uses-secret-again", b, c)
 	})
+
+	t.Run("a killed controller leader is replaced and CSRs still get signed", func(t *testing.T) {
+		testKilledLeader(t, replicas)
+	})
+}
+
+// leaseDuration is the replicas' --leader-elect-lease-duration.
+const leaseDuration = 4 * time.Second
+
+// testKilledLeader kills -9 the replica holding the controllers' Lease, so that it cannot release
+// it, and checks that another replica takes the lease and signs a CSR created after the kill.
+func testKilledLeader(t *testing.T, replicas []*server) {
+	var holder string
+	eventually(t, 30*time.Second, func() error {
+		out, err := replicas[0].kubectlErr("get", "lease", "-n", "kube-system", "idplane-controllers", "-o", "jsonpath={.spec.holderIdentity}")
+		if err != nil || out == "" {
+			return fmt.Errorf("no leader yet: %v %q", err, out)
+		}
+		holder = out
+		return nil
+	})
+	leader := -1
+	for i, r := range replicas {
+		log, err := os.ReadFile(r.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(log), `identity="`+holder+`"`) {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatalf("no replica's log names the lease holder %q", holder)
+	}
+	replicas[leader].kill()
+	survivor := replicas[(leader+1)%len(replicas)]
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "after-the-leader"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	survivor.kubectl(t, "create", "-f", manifest(t, fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: after-the-leader}
+spec:
+  request: %s
+  signerName: kubernetes.io/kube-apiserver-client
+  usages: ["digital signature", "client auth"]
+`, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})))))
+	survivor.kubectl(t, "certificate", "approve", "after-the-leader")
+	// The lease runs out leaseDuration after the leader's last renewal; the margin is for a loaded
+	// machine, not for the takeover.
+	eventually(t, leaseDuration+20*time.Second, func() error {
+		out := survivor.kubectl(t, "get", "csr", "after-the-leader", "-o", "jsonpath={.status.certificate}")
+		if out == "" {
+			return errors.New("the CSR is approved but not signed")
+		}
+		return nil
+	})
+	out := survivor.kubectl(t, "get", "lease", "-n", "kube-system", "idplane-controllers", "-o", "jsonpath={.spec.holderIdentity}")
+	if out == holder || out == "" {
+		t.Errorf("the lease is held by %q, want a surviving replica (the killed one was %q)", out, holder)
+	}
 }
 
 // nodeAccess asks replicas whether node node-n may read the secret node-secret.

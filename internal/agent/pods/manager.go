@@ -266,6 +266,20 @@ func (m *Manager) writePod(ctx context.Context, pod *corev1.Pod) *problem {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		dir := filepath.Join(podDir, "volumes", v.Name)
+		switch {
+		case v.HostPath != nil:
+			// The runtime spec mounts the host's own path.
+			continue
+		case v.EmptyDir != nil:
+			// Any of the pod's users may write to it, as to the kubelet's emptyDir.
+			err := os.MkdirAll(dir, 0o777)
+			if err == nil {
+				err = os.Chmod(dir, 0o777)
+			}
+			if err != nil && first == nil {
+				first = &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: creating its directory: %v", v.Name, err), event: true}
+			}
+		}
 		volumeDirs[v.Name] = dir
 		if !volumes.Supported(v) {
 			continue

@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -202,5 +203,41 @@ func TestRestartRemovesOrphans(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRuntimeSpecMountsHostPathsAndEmptyDirs(t *testing.T) {
+	p := pod("p",
+		corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log"}}},
+		corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	)
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "host", MountPath: "/logs"}, {Name: "scratch", MountPath: "/tmp"}}
+	h := start(t, p)
+	specPath := filepath.Join(h.root, "pods", string(p.UID), "containers", "c", "config.json")
+	eventually(t, "the runtime spec", func() bool {
+		_, err := os.Stat(specPath)
+		return err == nil
+	})
+	data, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct{ Mounts []struct{ Destination, Source string } }
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]string{}
+	for _, m := range spec.Mounts {
+		sources[m.Destination] = m.Source
+	}
+	if sources["/logs"] != "/var/log" {
+		t.Errorf("hostPath mount source = %q, want the host's path", sources["/logs"])
+	}
+	scratch := h.volumeDir(p, "scratch")
+	if sources["/tmp"] != scratch {
+		t.Errorf("emptyDir mount source = %q, want %q", sources["/tmp"], scratch)
+	}
+	if info, err := os.Stat(scratch); err != nil || info.Mode().Perm() != 0o777 || !info.IsDir() {
+		t.Errorf("emptyDir directory: %v, %v", info, err)
 	}
 }

@@ -222,7 +222,9 @@ func TestRuntimeSpecMountsHostPathsAndEmptyDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var spec struct{ Mounts []struct{ Destination, Source string } }
+	var spec struct {
+		Mounts []struct{ Destination, Source string }
+	}
 	if err := json.Unmarshal(data, &spec); err != nil {
 		t.Fatal(err)
 	}

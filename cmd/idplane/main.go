@@ -1,7 +1,8 @@
 // Command idplane is the identity and access control plane: `idplane server` runs the API server
-// with its controllers; `idplane agent` runs the node side; `idplane token create` makes a bootstrap token and prints the kubeconfig
-// a node agent joins with; `idplane gmsa credspec` writes a GMSACredentialSpec for a Windows gMSA;
-// `idplane gmsa-webhook` serves the GMSA admission webhooks for another Kubernetes cluster.
+// with its controllers; `idplane agent` runs the node side; `idplane token create` makes a
+// bootstrap token and prints the kubeconfig a node agent joins with; `idplane gmsa credspec`
+// writes a GMSACredentialSpec for a Windows gMSA; `idplane gmsa-webhook` serves the GMSA admission
+// webhooks for another Kubernetes cluster.
 package main
 
 import (

@@ -227,17 +227,7 @@ func TestAuditConfigRefused(t *testing.T) {
 			o := NewOptions()
 			o.DataDir, o.SecurePort = t.TempDir(), 0
 			tc.configure(o)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			srv, err := Start(ctx, o)
-			if err == nil {
-				cancel()
-				_ = srv.Wait()
-				t.Fatal("server started")
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q does not say %q", err, tc.want)
-			}
+			expectStartRefused(t, o, tc.want)
 			if _, err := os.Stat(logPath); err == nil {
 				t.Errorf("the refused server created its audit log")
 			}

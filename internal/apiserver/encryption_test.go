@@ -266,17 +266,7 @@ func TestUndecryptableSecretsRefuseStart(t *testing.T) {
 			writeEncryptionConfig(t, config, tc.keys...)
 			o := NewOptions()
 			o.DataDir, o.SecurePort, o.Encryption.ProviderConfigFile = dir, 0, config
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			srv, err := Start(ctx, o)
-			if err == nil {
-				cancel()
-				_ = srv.Wait()
-				t.Fatal("server started")
-			}
-			if want := "secrets in etcd (default/s1 first) cannot be decrypted with the encryption configuration " + config; !strings.Contains(err.Error(), want) {
-				t.Fatalf("error %q does not say %q", err, want)
-			}
+			expectStartRefused(t, o, "secrets in etcd (default/s1 first) cannot be decrypted with the encryption configuration "+config)
 		})
 	}
 
@@ -325,17 +315,7 @@ resources:
 			o := NewOptions()
 			o.DataDir, o.SecurePort = t.TempDir(), 0
 			tc.configure(o)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			srv, err := Start(ctx, o)
-			if err == nil {
-				cancel()
-				_ = srv.Wait()
-				t.Fatal("server started")
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %q does not say %q", err, tc.want)
-			}
+			expectStartRefused(t, o, tc.want)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,20 @@ func ensureServiceAccount(t *testing.T, client kubernetes.Interface, namespace, 
 		t.Fatalf("creating service account %s/%s: %v", namespace, name, err)
 	}
 	return sa
+}
+
+// expectStartRefused starts a server with o and requires Start to fail with an error containing want.
+func expectStartRefused(t *testing.T, o *Options, want string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	srv, err := Start(ctx, o)
+	if err == nil {
+		cancel()
+		_ = srv.Wait()
+		t.Fatalf("the server started; want it refused with %q", want)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
 }

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -108,15 +107,5 @@ func TestServerRefusesModeNodeWithoutNodeRestriction(t *testing.T) {
 	o.DataDir = t.TempDir()
 	o.SecurePort = 0
 	o.Admission.DisablePlugins = []string{"NodeRestriction"}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	srv, err := Start(ctx, o)
-	if err == nil {
-		cancel()
-		srv.Wait()
-		t.Fatal("the server started with mode Node and NodeRestriction disabled")
-	}
-	if !strings.Contains(err.Error(), "needs the NodeRestriction admission plugin") {
-		t.Errorf("error = %v, want it to say NodeRestriction is needed", err)
-	}
+	expectStartRefused(t, o, "needs the NodeRestriction admission plugin")
 }

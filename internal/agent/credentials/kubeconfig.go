@@ -11,10 +11,9 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/keyutil"
 
-	"github.com/idplane/idplane/internal/pki"
+	"github.com/idplane/idplane/internal/kubeconfig"
 )
 
 // cluster is where the agent talks to and how it trusts the server.
@@ -136,15 +135,5 @@ func dataOrFile(data []byte, file string) ([]byte, error) {
 // writeNodeKubeconfig writes DIR/kubeconfig: the server and its CA, and the client certificate
 // and key by the path of the store's current pair, so that the file follows rotation.
 func writeNodeKubeconfig(path string, cl cluster, pairPath string) error {
-	const name = "default"
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: cl.server, CertificateAuthorityData: cl.caPEM}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificate: pairPath, ClientKey: pairPath}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	cfg.CurrentContext = name
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		return fmt.Errorf("encoding kubeconfig %s: %w", path, err)
-	}
-	return pki.WriteFile(path, data, 0o600)
+	return kubeconfig.Write(path, "default", kubeconfig.Credentials{Server: cl.server, CAPEM: cl.caPEM, CertKeyFile: pairPath})
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/agent/clockwait"
 )
 
 // rotatingManager is client-go's certificate manager with the RotateCerts method its concrete
@@ -100,7 +102,7 @@ func (r *rotation) run(ctx context.Context) {
 	for {
 		deadline := r.deadline()
 		klog.FromContext(ctx).V(2).Info("Next certificate rotation", "certificate", r.name, "deadline", deadline)
-		if !sleep(ctx, r.clock, deadline.Sub(r.clock.Now())) {
+		if !clockwait.Sleep(ctx, r.clock, deadline.Sub(r.clock.Now())) {
 			return
 		}
 		if !r.rotate(ctx) {
@@ -134,27 +136,9 @@ func (r *rotation) rotate(ctx context.Context) bool {
 		}
 		delay := backoff.Step()
 		logger.Info("No certificate issued yet, retrying", "certificate", r.name, "waitsFor", r.pending, "retryIn", delay)
-		if !sleep(ctx, r.clock, delay) {
+		if !clockwait.Sleep(ctx, r.clock, delay) {
 			return false
 		}
-	}
-}
-
-// sleep waits d on the clock; false when ctx ended first.
-func sleep(ctx context.Context, c clock.Clock, d time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	if d <= 0 {
-		return true
-	}
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
 	}
 }
 

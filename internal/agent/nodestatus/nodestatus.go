@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/idplane/idplane/internal/agent/clockwait"
 	"github.com/idplane/idplane/internal/version"
 )
 
@@ -225,7 +226,7 @@ func (r *reporter) register(ctx context.Context) bool {
 		}
 		delay := backoff.Step()
 		logger.Error(err, "Registering the node failed, retrying", "retryIn", delay)
-		if !sleep(ctx, r.clock, delay) {
+		if !clockwait.Sleep(ctx, r.clock, delay) {
 			return false
 		}
 	}
@@ -284,7 +285,7 @@ func (r *reporter) reportStatus(ctx context.Context) {
 		} else {
 			backoff = retryBackoff(interval)
 		}
-		if !sleep(ctx, r.clock, delay) {
+		if !clockwait.Sleep(ctx, r.clock, delay) {
 			return
 		}
 	}
@@ -349,7 +350,7 @@ func (r *reporter) renewLeases(ctx context.Context) {
 		} else {
 			backoff = retryBackoff(interval)
 		}
-		if !sleep(ctx, r.clock, delay) {
+		if !clockwait.Sleep(ctx, r.clock, delay) {
 			return
 		}
 	}
@@ -409,19 +410,4 @@ func (r *reporter) renewed(lease *coordinationv1.Lease) *coordinationv1.Lease {
 // retryBackoff doubles from a tenth of a second up to limit.
 func retryBackoff(limit time.Duration) *wait.Backoff {
 	return &wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 32, Cap: limit}
-}
-
-// sleep waits d on the clock; false when ctx ended first.
-func sleep(ctx context.Context, c clock.Clock, d time.Duration) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
 }

@@ -146,38 +146,31 @@ func (c *Cache) notify(r Ref) {
 // and configmaps.
 func (c *Cache) newInformer(r Ref) cache.SharedIndexInformer {
 	byName := fields.OneTermEqualSelector("metadata.name", r.Name).String()
-	var lw *cache.ListWatch
-	var example runtime.Object
-	switch r.Kind {
-	case Secret:
-		api := c.client.CoreV1().Secrets(r.Namespace)
-		example = &corev1.Secret{}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = byName
-				return api.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = byName
-				return api.Watch(ctx, o)
-			},
-		}
-	default:
-		api := c.client.CoreV1().ConfigMaps(r.Namespace)
-		example = &corev1.ConfigMap{}
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = byName
-				return api.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = byName
-				return api.Watch(ctx, o)
-			},
-		}
-	}
 	// No resync: the watch delivers every change, and the agent has nothing to correct.
-	return cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
+	if r.Kind == Secret {
+		return cache.NewSharedIndexInformer(ListWatch(c.client.CoreV1().Secrets(r.Namespace), byName), &corev1.Secret{}, 0, cache.Indexers{})
+	}
+	return cache.NewSharedIndexInformer(ListWatch(c.client.CoreV1().ConfigMaps(r.Namespace), byName), &corev1.ConfigMap{}, 0, cache.Indexers{})
+}
+
+// ListerWatcher is the part of a typed client a ListWatch needs.
+type ListerWatcher[L runtime.Object] interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
+
+// ListWatch lists and watches through api, with fieldSelector when it is not empty.
+func ListWatch[L runtime.Object](api ListerWatcher[L], fieldSelector string) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = fieldSelector
+			return api.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = fieldSelector
+			return api.Watch(ctx, o)
+		},
+	}
 }
 
 // Secret returns a secret a user registered with Use, from its watch; NotFound when it does not exist.
@@ -251,15 +244,8 @@ func (c *Cache) ClusterTrustBundles(ctx context.Context, source *corev1.ClusterT
 
 func (c *Cache) bundleInformer() cache.SharedIndexInformer {
 	c.bundlesOnce.Do(func() {
-		api := c.client.CertificatesV1().ClusterTrustBundles()
-		c.bundles = cache.NewSharedIndexInformer(&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return api.List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return api.Watch(ctx, o)
-			},
-		}, &certificatesv1.ClusterTrustBundle{}, 0, cache.Indexers{})
+		c.bundles = cache.NewSharedIndexInformer(ListWatch(c.client.CertificatesV1().ClusterTrustBundles(), ""),
+			&certificatesv1.ClusterTrustBundle{}, 0, cache.Indexers{})
 		notify := func(any) {
 			c.mu.Lock()
 			users := c.bundleUsers.UnsortedList()

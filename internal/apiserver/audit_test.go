@@ -200,15 +200,8 @@ rules:
 
 func TestAuditConfigRefused(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	badLevel := write("bad-level.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Everything\n")
-	notPolicy := write("not-policy.yaml", "apiVersion: v1\nkind: ConfigMap\n")
+	badLevel := writeFile(t, dir, "bad-level.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Everything\n")
+	notPolicy := writeFile(t, dir, "not-policy.yaml", "apiVersion: v1\nkind: ConfigMap\n")
 	logPath := filepath.Join(dir, "audit.log")
 	for _, tc := range []struct {
 		name      string

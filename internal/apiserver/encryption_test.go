@@ -277,14 +277,7 @@ func TestUndecryptableSecretsRefuseStart(t *testing.T) {
 
 func TestEncryptionConfigRefused(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	kms := write("kms.yaml", `apiVersion: apiserver.config.k8s.io/v1
+	kms := writeFile(t, dir, "kms.yaml", `apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
 - resources: [secrets]
@@ -292,14 +285,14 @@ resources:
   - kms: {apiVersion: v2, name: vault, endpoint: unix:///tmp/kms.sock}
   - identity: {}
 `)
-	shortKey := write("short.yaml", `apiVersion: apiserver.config.k8s.io/v1
+	shortKey := writeFile(t, dir, "short.yaml", `apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
 - resources: [secrets]
   providers:
   - aescbc: {keys: [{name: k, secret: c2hvcnQ=}]}
 `)
-	garbage := write("garbage.yaml", "not: [an encryption configuration")
+	garbage := writeFile(t, dir, "garbage.yaml", "not: [an encryption configuration")
 	for _, tc := range []struct {
 		name      string
 		configure func(*Options)

@@ -3,9 +3,10 @@ package atomicwriter
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -59,7 +60,7 @@ func ValidatePath(p string) (string, error) {
 func ValidateFiles(files map[string]FileProjection) (map[string]FileProjection, error) {
 	clean := make(map[string]FileProjection, len(files))
 	origin := make(map[string]string, len(files))
-	for _, key := range sortedKeys(files) {
+	for _, key := range slices.Sorted(maps.Keys(files)) {
 		f := files[key]
 		p, err := ValidatePath(key)
 		if err != nil {
@@ -97,13 +98,4 @@ func topLevel(files map[string]FileProjection) map[string]bool {
 		names[first] = true
 	}
 	return names
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

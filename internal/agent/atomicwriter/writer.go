@@ -21,9 +21,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -155,7 +157,7 @@ func (w *Writer) replace(root *os.Root, st *state, files map[string]FileProjecti
 		return undo(err)
 	}
 	visible := topLevel(files)
-	for _, name := range sortedKeys(visible) {
+	for _, name := range slices.Sorted(maps.Keys(visible)) {
 		if st.visible[name] {
 			continue
 		}
@@ -175,7 +177,7 @@ func (w *Writer) replace(root *os.Root, st *state, files map[string]FileProjecti
 	if err := syncDir(root, "."); err != nil {
 		return true, w.errorf("%w", err)
 	}
-	for _, name := range sortedKeys(st.visible) {
+	for _, name := range slices.Sorted(maps.Keys(st.visible)) {
 		if visible[name] {
 			continue
 		}
@@ -234,7 +236,7 @@ func (w *Writer) makeTimestampDir(root *os.Root) (string, error) {
 // writeTree writes files under the (new, empty) directory ts and makes them durable.
 func (w *Writer) writeTree(root *os.Root, ts string, files map[string]FileProjection) error {
 	dirs := map[string]bool{ts: true}
-	for _, p := range sortedKeys(files) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		var parents []string
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
 			parents = append(parents, d)
@@ -257,7 +259,7 @@ func (w *Writer) writeTree(root *os.Root, ts string, files map[string]FileProjec
 		}
 	}
 	// Deepest first, so each directory is synced after the entries made in it.
-	ordered := sortedKeys(dirs)
+	ordered := slices.Sorted(maps.Keys(dirs))
 	sort.Slice(ordered, func(i, j int) bool { return len(ordered[i]) > len(ordered[j]) })
 	for _, d := range ordered {
 		if err := syncDir(root, d); err != nil {
@@ -390,7 +392,7 @@ func readState(root *os.Root) (*state, error) {
 	if st.current != "" && !dirs[st.current] {
 		return nil, fmt.Errorf("%s points to %s, which is missing", dataLink, st.current)
 	}
-	for _, d := range sortedKeys(dirs) {
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		if err := checkTree(root, d); err != nil {
 			return nil, err
 		}

@@ -3,9 +3,10 @@ package volumes
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,7 +63,7 @@ var subscriptedFields = map[string]struct {
 // formatMap writes labels or annotations as the kubelet does: one key="value" line per
 // entry in key order, the value quoted as Go quotes strings, no final newline.
 func formatMap(m map[string]string) string {
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	lines := make([]string, len(keys))
 	for i, k := range keys {
 		lines[i] = fmt.Sprintf("%s=%q", k, m[k])
@@ -119,7 +120,7 @@ func podFieldValue(pod *corev1.Pod, ref *corev1.ObjectFieldSelector) (string, er
 	}
 	get, ok := podFields[ref.FieldPath]
 	if !ok {
-		return "", fmt.Errorf("field path %q is not supported (supported: %s, metadata.labels['key'], metadata.annotations['key'])", ref.FieldPath, strings.Join(sortedKeys(podFields), ", "))
+		return "", fmt.Errorf("field path %q is not supported (supported: %s, metadata.labels['key'], metadata.annotations['key'])", ref.FieldPath, strings.Join(slices.Sorted(maps.Keys(podFields)), ", "))
 	}
 	return get(pod), nil
 }
@@ -243,13 +244,4 @@ func ceilRatio(q, d *resource.Quantity) string {
 		return strconv.FormatInt(math.MaxInt64, 10)
 	}
 	return r.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

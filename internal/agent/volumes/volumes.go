@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -230,7 +232,7 @@ func (b *builder) configMap(name string, items []corev1.KeyToPath, mode fs.FileM
 // source is optional, in which case it is left out.
 func (b *builder) keys(what string, data map[string][]byte, items []corev1.KeyToPath, mode fs.FileMode, optional bool) {
 	if len(items) == 0 {
-		for _, k := range sortedKeys(data) {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
 			b.add(k, fmt.Sprintf("%s key %q", what, k), atomicwriter.FileProjection{Data: data[k], Mode: mode})
 		}
 		return

@@ -28,6 +28,13 @@ import (
 	"github.com/idplane/idplane/internal/agent/staticpod"
 )
 
+// The pods' client's rate limit: it bounds what the agent asks of the server when many pods
+// arrive at once (a node restart, a large rollout).
+const (
+	podsQPS   = 100
+	podsBurst = 200
+)
+
 // Config is the agent's configuration.
 type Config struct {
 	// ServerURL overrides the API server address of the kubeconfigs when set.
@@ -55,9 +62,19 @@ func Run(ctx context.Context, c Config) error {
 		return fmt.Errorf("getting the node's credentials: %w", err)
 	}
 	defer id.Stop()
-	client, err := kubernetes.NewForConfig(id.RESTConfig())
+	// Each new pod costs about two requests (its token and its status); client-go's default limit
+	// of 5 per second would hold a node receiving many pods for seconds.
+	podsConfig := id.RESTConfig()
+	podsConfig.QPS, podsConfig.Burst = podsQPS, podsBurst
+	client, err := kubernetes.NewForConfig(podsConfig)
 	if err != nil {
 		return fmt.Errorf("building the node's client: %w", err)
+	}
+	// Heartbeats have a client, and so a rate limit, of their own: a burst of pods must not delay
+	// the Lease renewal that keeps the node alive.
+	heartbeats, err := kubernetes.NewForConfig(id.RESTConfig())
+	if err != nil {
+		return fmt.Errorf("building the node's heartbeat client: %w", err)
 	}
 	logger.Info("Node credentials ready", "node", c.NodeName)
 
@@ -70,7 +87,7 @@ func Run(ctx context.Context, c Config) error {
 	defer cancel(nil)
 	parts := []func(context.Context) error{
 		func(ctx context.Context) error {
-			return nodestatus.Run(ctx, client, nodestatus.Config{
+			return nodestatus.Run(ctx, heartbeats, nodestatus.Config{
 				NodeName: c.NodeName, Hostname: c.Hostname, Addresses: nodeAddresses(c), OS: runtime.GOOS,
 			})
 		},

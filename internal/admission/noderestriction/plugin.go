@@ -12,11 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 
 	"github.com/idplane/idplane/internal/nodeidentity"
@@ -37,6 +39,9 @@ type Plugin struct {
 	*admission.Handler
 	pods  corev1listers.PodLister
 	nodes corev1listers.NodeLister
+	// client reads a pod or node the caches do not have yet: a node acts on a pod it learned of
+	// from its own watch, which may be ahead of this server's cache.
+	client kubernetes.Interface
 	// apiAudiences are the audiences of a projected token source that names none.
 	apiAudiences authenticator.Audiences
 }
@@ -46,6 +51,7 @@ var (
 	_ admission.ValidationInterface                = (*Plugin)(nil)
 	_ admission.InitializationValidator            = (*Plugin)(nil)
 	_ initializer.WantsExternalKubeInformerFactory = (*Plugin)(nil)
+	_ initializer.WantsExternalKubeClientSet       = (*Plugin)(nil)
 )
 
 // New returns a plugin that still needs its informer factory.
@@ -63,13 +69,16 @@ func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactor
 	p.SetReadyFunc(func() bool { return podsSynced() && nodesSynced() })
 }
 
+// SetExternalKubeClientSet takes the client that reads what the caches miss.
+func (p *Plugin) SetExternalKubeClientSet(c kubernetes.Interface) { p.client = c }
+
 // SetAPIAudiences takes the audiences the server identifies as.
 func (p *Plugin) SetAPIAudiences(a authenticator.Audiences) { p.apiAudiences = a }
 
 // ValidateInitialization fails when the informer factory or the API audiences were never given.
 func (p *Plugin) ValidateInitialization() error {
-	if p.pods == nil || p.nodes == nil {
-		return fmt.Errorf("%s requires a pod and a node lister", PluginName)
+	if p.pods == nil || p.nodes == nil || p.client == nil {
+		return fmt.Errorf("%s requires a pod and a node lister and a client", PluginName)
 	}
 	if len(p.apiAudiences) == 0 {
 		return fmt.Errorf("%s requires the API audiences", PluginName)
@@ -90,17 +99,17 @@ var (
 // Admit judges a node's request in the mutating phase, before the object is validated: a node's
 // forbidden request is refused whatever its shape, and a caller who may not make the request
 // learns nothing of the validation rules. It changes nothing.
-func (p *Plugin) Admit(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	return p.admit(a)
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	return p.admit(ctx, a)
 }
 
 // Validate judges the request again after every mutating plugin, so that the object stored is
 // one the rules allowed, whatever a later plugin changed.
-func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	return p.admit(a)
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	return p.admit(ctx, a)
 }
 
-func (p *Plugin) admit(a admission.Attributes) error {
+func (p *Plugin) admit(ctx context.Context, a admission.Attributes) error {
 	nodeName, isNode := nodeidentity.NodeName(a.GetUserInfo())
 	if !isNode {
 		return nil
@@ -112,11 +121,11 @@ func (p *Plugin) admit(a admission.Attributes) error {
 	case podsResource:
 		switch a.GetSubresource() {
 		case "":
-			return p.admitPod(nodeName, a)
+			return p.admitPod(ctx, nodeName, a)
 		case "status":
 			return admitPodStatus(nodeName, a)
 		case "eviction":
-			return p.admitEviction(nodeName, a)
+			return p.admitEviction(ctx, nodeName, a)
 		default:
 			return forbid(a, "unexpected pod subresource %q, only 'status' and 'eviction' are allowed", a.GetSubresource())
 		}
@@ -125,7 +134,7 @@ func (p *Plugin) admit(a admission.Attributes) error {
 	case pvcsResource:
 		return admitPVCStatus(nodeName, a)
 	case accountsResource:
-		return p.admitToken(nodeName, a)
+		return p.admitToken(ctx, nodeName, a)
 	case leasesResource:
 		return admitLease(nodeName, a)
 	case csiNodesResource:
@@ -144,13 +153,17 @@ func forbid(a admission.Attributes, format string, args ...any) error {
 // errNotReady refuses a lookup while the caches are still filling.
 var errNotReady = errors.New("not yet ready to handle request: the pod and node caches have not synced")
 
-// getPod reads a pod from the cache. As upstream, a missing pod answers NotFound (the request
-// fails either way); any other failure is a 403.
-func (p *Plugin) getPod(a admission.Attributes, namespace, name string) (*corev1.Pod, error) {
+// getPod reads a pod from the cache, and from the store when the cache does not have it yet. As
+// upstream, a missing pod answers NotFound (the request fails either way); any other failure is
+// a 403.
+func (p *Plugin) getPod(ctx context.Context, a admission.Attributes, namespace, name string) (*corev1.Pod, error) {
 	if !p.WaitForReady() {
 		return nil, admission.NewForbidden(a, errNotReady)
 	}
 	pod, err := p.pods.Pods(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		pod, err = p.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, err
 	}
@@ -160,12 +173,15 @@ func (p *Plugin) getPod(a admission.Attributes, namespace, name string) (*corev1
 	return pod, nil
 }
 
-// getNode reads the requesting node's Node from the cache, with getPod's error rules.
-func (p *Plugin) getNode(a admission.Attributes, name string) (*corev1.Node, error) {
+// getNode reads the requesting node's Node as getPod reads pods.
+func (p *Plugin) getNode(ctx context.Context, a admission.Attributes, name string) (*corev1.Node, error) {
 	if !p.WaitForReady() {
 		return nil, admission.NewForbidden(a, errNotReady)
 	}
 	node, err := p.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		node, err = p.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, err
 	}

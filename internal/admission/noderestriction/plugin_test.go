@@ -123,12 +123,21 @@ func run(t *testing.T, p *Plugin, cases []testCase) {
 	}
 }
 
-// newPlugin returns a plugin whose caches hold objs, synced.
+// newPlugin returns a plugin whose caches hold objs, synced, as does the store behind them.
 func newPlugin(t *testing.T, objs ...runtime.Object) *Plugin {
 	t.Helper()
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(objs...), 0)
+	client := fake.NewClientset(objs...)
+	return newPluginWithStore(t, client, client)
+}
+
+// newPluginWithStore returns a plugin whose caches are filled from cached and whose live reads go
+// to store.
+func newPluginWithStore(t *testing.T, cached, store *fake.Clientset) *Plugin {
+	t.Helper()
+	factory := informers.NewSharedInformerFactory(cached, 0)
 	p := New()
 	p.SetExternalKubeInformerFactory(factory)
+	p.SetExternalKubeClientSet(store)
 	p.SetAPIAudiences(authenticator.Audiences{apiAudience})
 	if err := p.ValidateInitialization(); err != nil {
 		t.Fatal(err)
@@ -511,6 +520,28 @@ func TestServiceAccountToken(t *testing.T) {
 		{"token bound to a recreated pod", token(podRef("mypod", "old-uid")), denied("does not match the UID in record")},
 		{"token bound to a pod on another node", token(podRef("otherpod", "otherpod-uid")), denied("pod scheduled on a different node")},
 		{"create of a service account", request{obj: &corev1.ServiceAccount{}, gvr: accountsGVR, namespace: "ns", name: "sa", op: admission.Create, user: myNode}, allowed},
+	})
+}
+
+// A node acts on a pod it learned of from its own watch, which may run ahead of the plugin's
+// cache: the plugin reads the store before it calls the pod missing.
+func TestPodsTheCacheHasNotSeenYet(t *testing.T) {
+	tokenPod := pod("newpod", "mynode", func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "api"}}},
+		}}}}
+	})
+	p := newPluginWithStore(t, fake.NewClientset(cachedObjects()...), fake.NewClientset(append(cachedObjects(), tokenPod)...))
+	token := func(name, uid string) request {
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			Audiences:      []string{apiAudience},
+			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: name, UID: types.UID(uid)},
+		}}
+		return request{obj: tr, gvr: accountsGVR, subresource: "token", namespace: "ns", name: "default", op: admission.Create, user: myNode}
+	}
+	run(t, p, []testCase{
+		{"token for a pod only the store has", token("newpod", "newpod-uid"), allowed},
+		{"token for a pod neither has", token("nopod", "u"), notFound},
 	})
 }
 

@@ -1,6 +1,7 @@
 package noderestriction
 
 import (
+	"context"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,16 +13,16 @@ import (
 
 // admitPod lets a node create its mirror pods and delete the pods bound to it; it may not update a
 // pod's spec or metadata at all.
-func (p *Plugin) admitPod(nodeName string, a admission.Attributes) error {
+func (p *Plugin) admitPod(ctx context.Context, nodeName string, a admission.Attributes) error {
 	switch a.GetOperation() {
 	case admission.Create:
-		return p.admitMirrorPod(nodeName, a)
+		return p.admitMirrorPod(ctx, nodeName, a)
 	case admission.Delete:
 		// The stored pod arrives as the old object; fall back to the cache only without it.
 		pod, ok := a.GetOldObject().(*corev1.Pod)
 		if !ok {
 			var err error
-			if pod, err = p.getPod(a, a.GetNamespace(), a.GetName()); err != nil {
+			if pod, err = p.getPod(ctx, a, a.GetNamespace(), a.GetName()); err != nil {
 				return err
 			}
 		}
@@ -37,7 +38,7 @@ func (p *Plugin) admitPod(nodeName string, a admission.Attributes) error {
 // admitMirrorPod lets a node create only the mirror pod of one of its static pods: bound to itself,
 // controlled by its own Node, and reaching no API object, since creating a pod that references a
 // secret would otherwise give the node a path to that secret in the Node authorizer's graph.
-func (p *Plugin) admitMirrorPod(nodeName string, a admission.Attributes) error {
+func (p *Plugin) admitMirrorPod(ctx context.Context, nodeName string, a admission.Attributes) error {
 	pod, ok := a.GetObject().(*corev1.Pod)
 	if !ok {
 		return forbid(a, "unexpected type %T", a.GetObject())
@@ -48,7 +49,7 @@ func (p *Plugin) admitMirrorPod(nodeName string, a admission.Attributes) error {
 	if pod.Spec.NodeName != nodeName {
 		return forbid(a, "node %q can only create pods with spec.nodeName set to itself", nodeName)
 	}
-	if err := p.checkMirrorPodOwner(nodeName, pod, a); err != nil {
+	if err := p.checkMirrorPodOwner(ctx, nodeName, pod, a); err != nil {
 		return err
 	}
 	for r := range podwalk.References(pod) {
@@ -65,7 +66,7 @@ func (p *Plugin) admitMirrorPod(nodeName string, a admission.Attributes) error {
 // checkMirrorPodOwner requires exactly one owner reference: the node's own current Node, as
 // controller, without blockOwnerDeletion (which would need delete rights on the Node). The UID
 // check keeps a mirror pod from outliving a Node that was deleted and re-registered.
-func (p *Plugin) checkMirrorPodOwner(nodeName string, pod *corev1.Pod, a admission.Attributes) error {
+func (p *Plugin) checkMirrorPodOwner(ctx context.Context, nodeName string, pod *corev1.Pod, a admission.Attributes) error {
 	switch len(pod.OwnerReferences) {
 	case 0:
 		return forbid(a, "node %q can only create pods with an owner reference set to itself", nodeName)
@@ -83,7 +84,7 @@ func (p *Plugin) checkMirrorPodOwner(nodeName string, pod *corev1.Pod, a admissi
 	if owner.BlockOwnerDeletion != nil && *owner.BlockOwnerDeletion {
 		return forbid(a, "node %q must not set blockOwnerDeletion on an owner reference", nodeName)
 	}
-	node, err := p.getNode(a, nodeName)
+	node, err := p.getNode(ctx, a, nodeName)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func sameClaimStatuses(a, b []corev1.PodResourceClaimStatus) bool {
 
 // admitEviction lets a node evict only pods bound to it. The pod is named by the URL, or failing
 // that by the Eviction body.
-func (p *Plugin) admitEviction(nodeName string, a admission.Attributes) error {
+func (p *Plugin) admitEviction(ctx context.Context, nodeName string, a admission.Attributes) error {
 	if a.GetOperation() != admission.Create {
 		return forbid(a, "unexpected operation %q", a.GetOperation())
 	}
@@ -157,7 +158,7 @@ func (p *Plugin) admitEviction(nodeName string, a admission.Attributes) error {
 	if name == "" {
 		return forbid(a, "could not determine pod from request data")
 	}
-	pod, err := p.getPod(a, a.GetNamespace(), name)
+	pod, err := p.getPod(ctx, a, a.GetNamespace(), name)
 	if err != nil {
 		return err
 	}

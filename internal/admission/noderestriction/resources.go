@@ -1,6 +1,7 @@
 package noderestriction
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -54,7 +55,7 @@ func withoutKubeletStatus(c *corev1.PersistentVolumeClaim) *corev1.PersistentVol
 // admitToken lets a node request a service account token only bound to a pod that runs on it, so a
 // stolen node credential cannot mint tokens for workloads elsewhere. The pod binding also keeps the
 // node from binding a token to some other Node.
-func (p *Plugin) admitToken(nodeName string, a admission.Attributes) error {
+func (p *Plugin) admitToken(ctx context.Context, nodeName string, a admission.Attributes) error {
 	if a.GetOperation() != admission.Create || a.GetSubresource() != "token" {
 		return nil
 	}
@@ -69,7 +70,7 @@ func (p *Plugin) admitToken(nodeName string, a admission.Attributes) error {
 	if ref.UID == "" {
 		return forbid(a, "node requested token with a pod binding without a uid")
 	}
-	pod, err := p.getPod(a, a.GetNamespace(), ref.Name)
+	pod, err := p.getPod(ctx, a, a.GetNamespace(), ref.Name)
 	if err != nil {
 		return err
 	}

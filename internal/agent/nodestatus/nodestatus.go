@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +98,9 @@ type reporter struct {
 	mu      sync.Mutex
 	nodeUID types.UID
 	lease   *coordinationv1.Lease
+	// node is the Node as the server last returned it to the agent; the status checks compare
+	// against it instead of reading the Node again.
+	node *corev1.Node
 }
 
 func newReporter(client kubernetes.Interface, c Config) (*reporter, error) {
@@ -220,7 +224,7 @@ func (r *reporter) register(ctx context.Context) bool {
 	for {
 		node, err := r.tryRegister(ctx)
 		if err == nil {
-			r.setNodeUID(node.UID)
+			r.setNode(node)
 			logger.Info("Node registered", "uid", node.UID)
 			return true
 		}
@@ -291,8 +295,23 @@ func (r *reporter) reportStatus(ctx context.Context) {
 	}
 }
 
+// syncStatus writes the status when what the agent reports changed since its last write, or when
+// a write is due. It reads nothing: in steady state a node costs the server one write per status
+// update period besides its lease. A due write sends every field the agent owns, so what others
+// changed in them is repaired then.
 func (r *reporter) syncStatus(ctx context.Context) error {
-	node, err := r.client.CoreV1().Nodes().Get(ctx, r.cfg.NodeName, metav1.GetOptions{})
+	last := r.getNode()
+	now := r.clock.Now()
+	beat, hasReady := lastHeartbeat(last)
+	due := !hasReady || now.Sub(beat) >= r.cfg.StatusUpdateFrequency
+	if !due && apiequality.Semantic.DeepEqual(last, r.desired(last, beat)) {
+		return nil
+	}
+	base := last
+	if due {
+		base = r.withoutOwned(last)
+	}
+	patched, err := r.patchStatus(ctx, base, r.desired(last, now))
 	if apierrors.IsNotFound(err) {
 		// Someone deleted the Node: register it again rather than report into nothing.
 		klog.FromContext(ctx).Info("Node object is gone, registering again")
@@ -302,17 +321,24 @@ func (r *reporter) syncStatus(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading node %s: %w", r.cfg.NodeName, err)
+		return err
 	}
-	r.setNodeUID(node.UID)
-	now := r.clock.Now()
-	last, hasReady := lastHeartbeat(node)
-	due := !hasReady || now.Sub(last) >= r.cfg.StatusUpdateFrequency
-	if !due && apiequality.Semantic.DeepEqual(node, r.desired(node, last)) {
-		return nil
+	r.setNode(patched)
+	return nil
+}
+
+// withoutOwned is node without what the agent reports: a patch from it to the desired Node
+// carries every field the agent owns and nothing else.
+func (r *reporter) withoutOwned(node *corev1.Node) *corev1.Node {
+	n := node.DeepCopy()
+	for k := range r.cfg.labels() {
+		delete(n.Labels, k)
 	}
-	_, err = r.patchStatus(ctx, node, r.desired(node, now))
-	return err
+	n.Status.Addresses = nil
+	n.Status.NodeInfo.OperatingSystem, n.Status.NodeInfo.Architecture, n.Status.NodeInfo.KubeletVersion = "", "", ""
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = 0
+	n.Status.Conditions = slices.DeleteFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady })
+	return n
 }
 
 func lastHeartbeat(node *corev1.Node) (time.Time, bool) {
@@ -324,10 +350,16 @@ func lastHeartbeat(node *corev1.Node) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (r *reporter) setNodeUID(uid types.UID) {
+func (r *reporter) setNode(node *corev1.Node) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.nodeUID = uid
+	r.node, r.nodeUID = node, node.UID
+}
+
+func (r *reporter) getNode() *corev1.Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.node
 }
 
 func (r *reporter) getNodeUID() types.UID {

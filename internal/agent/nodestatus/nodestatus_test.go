@@ -275,8 +275,8 @@ func TestRetriesWhileServerDown(t *testing.T) {
 	})
 }
 
-// TestStatusDrift: when something else changes what the agent reports, the next check writes
-// it back without waiting for the report period.
+// TestStatusDrift: the status checks read nothing; what something else changed in the agent's
+// fields is written back at the next due write, and a deleted Node is registered again then.
 func TestStatusDrift(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	client := fake.NewClientset()
@@ -285,20 +285,32 @@ func TestStatusDrift(t *testing.T) {
 
 	n := getNode(t, client)
 	n.Status.Addresses = nil
+	n.Labels["team"] = "ops"
 	if _, err := client.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	client.ClearActions()
 	clk.Step(10 * time.Second)
 	settled(t, clk)
-	if got := getNode(t, client).Status.Addresses; len(got) != 2 {
-		t.Errorf("addresses %v after drift, want them written back", got)
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "nodes" {
+			t.Errorf("a status check before the update period made a request: %s", a.GetVerb())
+		}
+	}
+	clk.Step(DefaultStatusUpdateFrequency)
+	settled(t, clk)
+	got := getNode(t, client)
+	if len(got.Status.Addresses) != 2 {
+		t.Errorf("addresses %v after the due write, want them written back", got.Status.Addresses)
+	}
+	if got.Labels["team"] != "ops" {
+		t.Errorf("the due write dropped a label the agent does not own: %v", got.Labels)
 	}
 
-	// A deleted Node is registered again.
 	if err := client.CoreV1().Nodes().Delete(context.Background(), "node-a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Step(10 * time.Second)
+	clk.Step(DefaultStatusUpdateFrequency)
 	settled(t, clk)
 	getNode(t, client)
 }

@@ -72,6 +72,9 @@ type Manager struct {
 	written map[string]types.UID
 	// adopted are the pods whose tokens on disk were offered to the token manager.
 	adopted map[types.UID]bool
+	// reported is the CredentialsReady condition last written per pod: the cached pod may not
+	// show it yet when the pod syncs again.
+	reported map[types.UID]corev1.PodCondition
 }
 
 // New returns a manager; Run starts it.
@@ -83,11 +86,12 @@ func New(c Config) *Manager {
 		c.Workers = 8
 	}
 	m := &Manager{
-		c:       c,
-		podsDir: filepath.Join(c.RootDir, "pods"),
-		tokens:  tokens.New(tokenRequester{c.Client}, c.Clock),
-		written: map[string]types.UID{},
-		adopted: map[types.UID]bool{},
+		c:        c,
+		podsDir:  filepath.Join(c.RootDir, "pods"),
+		tokens:   tokens.New(tokenRequester{c.Client}, c.Clock),
+		written:  map[string]types.UID{},
+		adopted:  map[types.UID]bool{},
+		reported: map[types.UID]corev1.PodCondition{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "agent-pods", Clock: c.Clock}),
@@ -395,8 +399,17 @@ func (m *Manager) setCondition(ctx context.Context, pod *corev1.Pod, p *problem)
 	if p != nil {
 		want.Status, want.Reason, want.Message = corev1.ConditionFalse, p.reason, p.message
 	}
+	same := func(c corev1.PodCondition) bool {
+		return c.Type == want.Type && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message
+	}
+	m.mu.Lock()
+	last, ok := m.reported[pod.UID]
+	m.mu.Unlock()
+	if ok && same(last) {
+		return nil
+	}
 	for _, c := range pod.Status.Conditions {
-		if c.Type == want.Type && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+		if same(c) {
 			return nil
 		}
 	}
@@ -410,9 +423,15 @@ func (m *Manager) setCondition(ctx context.Context, pod *corev1.Pod, p *problem)
 		return fmt.Errorf("encoding the %s condition: %w", want.Type, err)
 	}
 	_, err = m.c.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil && !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("setting the %s condition of pod %s/%s: %w", want.Type, pod.Namespace, pod.Name, err)
 	}
+	m.mu.Lock()
+	m.reported[pod.UID] = want
+	m.mu.Unlock()
 	return nil
 }
 
@@ -450,6 +469,7 @@ func (m *Manager) forget(key string) error {
 	}
 	m.mu.Lock()
 	delete(m.adopted, uid)
+	delete(m.reported, uid)
 	m.mu.Unlock()
 	m.tokens.Forget(uid)
 	return m.removePodDir(uid)

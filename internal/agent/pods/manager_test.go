@@ -243,3 +243,32 @@ func TestRuntimeSpecMountsHostPathsAndEmptyDirs(t *testing.T) {
 		t.Errorf("emptyDir directory: %v, %v", info, err)
 	}
 }
+
+// A pod synced again with nothing new to say costs no status write, even before the agent's
+// cache shows its own last write.
+func TestConditionWrittenOnce(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"k": []byte("v1")}}
+	p := pod("p", secretVolume("v", "s"))
+	h := start(t, secret, p)
+	eventually(t, "CredentialsReady", func() bool {
+		c := h.condition(t, p)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	secret.Data["k"] = []byte("v2")
+	if _, err := h.client.CoreV1().Secrets("ns").Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new secret content", func() bool {
+		data, err := os.ReadFile(filepath.Join(h.volumeDir(p, "v"), "k"))
+		return err == nil && string(data) == "v2"
+	})
+	patches := 0
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+			patches++
+		}
+	}
+	if patches != 1 {
+		t.Errorf("%d status patches, want 1", patches)
+	}
+}

@@ -37,11 +37,16 @@ func main() {
 
 func serverCommand() *cobra.Command {
 	o := apiserver.NewOptions()
+	var printAuditPolicy bool
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the API server and its built-in controllers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printAuditPolicy {
+				_, err := cmd.OutOrStdout().Write(apiserver.DefaultAuditPolicy)
+				return err
+			}
 			ctx := genericapiserver.SetupSignalContext()
 			srv, err := apiserver.Start(ctx, o)
 			if err != nil {
@@ -53,5 +58,6 @@ func serverCommand() *cobra.Command {
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&printAuditPolicy, "print-default-audit-policy", false, "Print the audit policy used when --audit-log-path is set without --audit-policy-file, and exit.")
 	return cmd
 }

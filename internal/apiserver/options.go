@@ -53,6 +53,9 @@ type Options struct {
 	// ApproveKubeletServing lets the approver approve a node's own kubelet serving CSRs for the
 	// names its Node object shows.
 	ApproveKubeletServing bool
+
+	Encryption EncryptionOptions
+	Audit      AuditOptions
 }
 
 // ServiceAccountOptions are the service-account token settings.
@@ -110,6 +113,7 @@ func NewOptions() *Options {
 			}
 			return m
 		}(),
+		Audit: NewAuditOptions(),
 	}
 }
 
@@ -144,6 +148,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: the cluster CA). Read again when it changes.")
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: the cluster CA's key).")
 	}
+	o.Encryption.AddFlags(fs)
+	o.Audit.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -192,5 +198,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--cluster-signing-%s-cert-file and --cluster-signing-%s-key-file go together", s.flag, s.flag))
 		}
 	}
+	errs = append(errs, o.Encryption.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
 	return errors.Join(errs...)
 }

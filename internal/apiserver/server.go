@@ -123,6 +123,10 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
 		return nil, err
 	}
+	encryptionConfig, err := o.Encryption.configFile(files)
+	if err != nil {
+		return nil, err
+	}
 	tokens, err := serviceAccountTokens(o, files, url)
 	if err != nil {
 		return nil, err
@@ -151,7 +155,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, done: make(chan struct{})}
 	prepared, err := build(ctx, o, buildInput{
 		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
-		etcdServers: etcdServers, tokens: tokens,
+		etcdServers: etcdServers, tokens: tokens, encryptionConfig: encryptionConfig,
 	})
 	if err != nil {
 		if etcd != nil {
@@ -177,12 +181,17 @@ type buildInput struct {
 	caPEM                   []byte
 	etcdServers             []string
 	tokens                  *tokenSettings
+	// encryptionConfig is the EncryptionConfiguration file the storage layer encrypts with.
+	encryptionConfig string
 }
 
 func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, err error) {
 	cfg := genericapiserver.NewConfig(Codecs)
 	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
+	if err := o.Audit.ApplyTo(cfg); err != nil {
+		return nil, err
+	}
 
 	cert, err := dynamiccertificates.NewStaticCertKeyContent("serving-cert", in.servingCert, in.servingKey)
 	if err != nil {
@@ -292,6 +301,8 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	etcdOpts.DefaultStorageMediaType = "application/vnd.kubernetes.protobuf"
 	// No garbage collector runs: deletions are never held for orphaning or foreground cascades.
 	etcdOpts.EnableGarbageCollection = false
+	etcdOpts.EncryptionProviderConfigFilepath = in.encryptionConfig
+	etcdOpts.EncryptionProviderConfigAutomaticReload = o.Encryption.AutomaticReload
 	resourceConfig := serverstorage.NewResourceConfig()
 	for _, g := range served {
 		resourceConfig.EnableVersions(g.gv)

@@ -1,0 +1,130 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
+	"k8s.io/apiserver/pkg/server/options/encryptionconfig"
+	"sigs.k8s.io/yaml"
+
+	"github.com/idplane/idplane/internal/pki"
+)
+
+// EncryptionOptions say how objects are encrypted before they reach etcd.
+type EncryptionOptions struct {
+	// ProviderConfigFile is an EncryptionConfiguration (apiserver.config.k8s.io/v1); empty means
+	// the one idplane generates in <data-dir>/pki, which encrypts secrets.
+	ProviderConfigFile string
+	// AutomaticReload reads ProviderConfigFile again when it changes, without a restart.
+	AutomaticReload bool
+}
+
+// generatedEncryptionConfig is the file, under the PKI directory, that holds the key idplane
+// generates when no --encryption-provider-config is given.
+const generatedEncryptionConfig = "encryption-config.yaml"
+
+// AddFlags registers the flags.
+func (e *EncryptionOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&e.ProviderConfigFile, "encryption-provider-config", e.ProviderConfigFile,
+		"EncryptionConfiguration file (apiserver.config.k8s.io/v1) saying which resources are encrypted in etcd and with which keys "+
+			"(providers aescbc, aesgcm, secretbox, identity). Default: <data-dir>/pki/"+generatedEncryptionConfig+", "+
+			"generated at first start, encrypting secrets with secretbox.")
+	fs.BoolVar(&e.AutomaticReload, "encryption-provider-config-automatic-reload", e.AutomaticReload,
+		"Read --encryption-provider-config again when it changes on disk (checked every minute) instead of only at start.")
+}
+
+// Validate reports invalid combinations; the file itself is checked when the server starts.
+func (e *EncryptionOptions) Validate() []error {
+	if e.AutomaticReload && e.ProviderConfigFile == "" {
+		return []error{errors.New("--encryption-provider-config-automatic-reload needs --encryption-provider-config: the generated configuration never changes")}
+	}
+	return nil
+}
+
+// configFile returns the encryption configuration the storage layer is to load, generating the
+// default one first when no file is given. The library builds the transformers from it when the
+// etcd options are applied to the server config; loading it here first refuses a bad file before
+// etcd starts, with the file's name.
+func (e *EncryptionOptions) configFile(files pki.Files) (string, error) {
+	path := e.ProviderConfigFile
+	if path == "" {
+		path = filepath.Join(files.Dir, generatedEncryptionConfig)
+		if err := ensureEncryptionConfig(path); err != nil {
+			return "", err
+		}
+	} else if err := refuseKMS(path); err != nil {
+		return "", err
+	}
+	// Without KMS providers loading starts nothing that outlives the context.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := encryptionconfig.LoadEncryptionConfig(ctx, path, e.AutomaticReload, "idplane"); err != nil {
+		return "", fmt.Errorf("encryption configuration %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// ensureEncryptionConfig writes, unless it exists, a configuration that encrypts secrets with a
+// new random secretbox key and still reads secrets stored in plain text by an older data directory.
+// An existing file is never rewritten: losing its key would lose every secret.
+//
+// secretbox (XSalsa20-Poly1305) rather than aescbc or aesgcm: it authenticates what it decrypts,
+// which CBC does not (padding oracles), and its 24-byte random nonces make no demand on rotation,
+// where aesgcm's 12-byte ones call for a new key every 200,000 writes. Only secrets are listed, as
+// upstream encrypts only what the configuration names: they are what the data directory is asked
+// to protect; GMSA credential specs name accounts, not passwords.
+func ensureEncryptionConfig(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading encryption configuration: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("generating the secrets encryption key: %w", err)
+	}
+	cfg := apiserverv1.EncryptionConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: apiserverv1.SchemeGroupVersion.String(), Kind: "EncryptionConfiguration"},
+		Resources: []apiserverv1.ResourceConfiguration{{
+			Resources: []string{"secrets"},
+			Providers: []apiserverv1.ProviderConfiguration{
+				{Secretbox: &apiserverv1.SecretboxConfiguration{Keys: []apiserverv1.Key{{Name: "key1", Secret: base64.StdEncoding.EncodeToString(key)}}}},
+				{Identity: &apiserverv1.IdentityConfiguration{}},
+			},
+		}},
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encoding encryption configuration: %w", err)
+	}
+	return pki.WriteFile(path, data, 0o600)
+}
+
+// refuseKMS refuses KMS providers: they need a plugin process idplane neither runs nor tests.
+// Decoding errors are left to the library, whose messages say what is wrong where.
+func refuseKMS(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading --encryption-provider-config: %w", err)
+	}
+	var cfg apiserverv1.EncryptionConfiguration
+	if yaml.Unmarshal(data, &cfg) != nil {
+		return nil
+	}
+	for i, r := range cfg.Resources {
+		for j, p := range r.Providers {
+			if p.KMS != nil {
+				return fmt.Errorf("--encryption-provider-config %s: resources[%d].providers[%d] is a kms provider (%q); idplane supports aescbc, aesgcm, secretbox and identity", path, i, j, p.KMS.Name)
+			}
+		}
+	}
+	return nil
+}

@@ -104,3 +104,22 @@ func SelfCPU() time.Duration {
 
 // MiB converts bytes to mebibytes.
 func MiB(bytes int64) float64 { return float64(bytes) / (1 << 20) }
+
+// LoadAverage is the machine's one-minute load average.
+func LoadAverage() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, fmt.Errorf("reading the load average: %w", err)
+	}
+	return ParseLoadAverage(b)
+}
+
+// ParseLoadAverage reads the one-minute figure from the text of /proc/loadavg.
+func ParseLoadAverage(loadavg []byte) (float64, error) {
+	first, _, _ := strings.Cut(strings.TrimSpace(string(loadavg)), " ")
+	l, err := strconv.ParseFloat(first, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parsing the load average %q: %w", first, err)
+	}
+	return l, nil
+}

@@ -81,3 +81,12 @@ func TestSelf(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestParseLoadAverage(t *testing.T) {
+	if l, err := ParseLoadAverage([]byte("1.52 0.98 0.40 3/611 22033\n")); err != nil || l != 1.52 {
+		t.Errorf("ParseLoadAverage = %v, %v; want 1.52", l, err)
+	}
+	if _, err := ParseLoadAverage([]byte("")); err == nil {
+		t.Error("ParseLoadAverage of nothing: no error")
+	}
+}

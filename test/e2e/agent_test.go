@@ -242,7 +242,9 @@ spec:
 		var spec struct {
 			Process struct{ User struct{ Username string } }
 			Windows *struct {
-				CredentialSpec struct{ DomainJoinConfig struct{ MachineAccountName string } }
+				CredentialSpec struct {
+					DomainJoinConfig struct{ MachineAccountName string }
+				}
 			}
 		}
 		eventually(t, 30*time.Second, func() error {

@@ -72,6 +72,8 @@ type Manager struct {
 	mu sync.Mutex
 	// written maps a pod key to the UID whose directory the manager keeps.
 	written map[string]types.UID
+	// adopted are the pods whose tokens on disk were offered to the token manager.
+	adopted map[types.UID]bool
 }
 
 // New returns a manager; Run starts it.
@@ -87,6 +89,7 @@ func New(c Config) *Manager {
 		podsDir: filepath.Join(c.RootDir, "pods"),
 		tokens:  tokens.New(tokenRequester{c.Client}, c.Clock),
 		written: map[string]types.UID{},
+		adopted: map[types.UID]bool{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "agent-pods", Clock: c.Clock}),
@@ -256,6 +259,7 @@ func (p *problem) Error() string { return p.reason + ": " + p.message }
 // the first problem, after trying every volume, so one bad volume does not hold back the others.
 func (m *Manager) writePod(ctx context.Context, pod *corev1.Pod) *problem {
 	podDir := filepath.Join(m.podsDir, string(pod.UID))
+	m.adoptTokens(pod, podDir)
 	src := sources{Cache: m.objects, tokens: m.tokens}
 	volumeDirs := map[string]string{}
 	var first *problem
@@ -281,13 +285,51 @@ func (m *Manager) writePod(ctx context.Context, pod *corev1.Pod) *problem {
 	return nil
 }
 
+// adoptTokens offers the token manager, once per pod, the tokens an earlier run of the agent
+// wrote: a restarted agent keeps tokens that are not due for refresh instead of rewriting them.
+func (m *Manager) adoptTokens(pod *corev1.Pod, podDir string) {
+	m.mu.Lock()
+	done := m.adopted[pod.UID]
+	m.adopted[pod.UID] = true
+	m.mu.Unlock()
+	if done {
+		return
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.ServiceAccountToken == nil {
+				continue
+			}
+			path, err := atomicwriter.ValidatePath(s.ServiceAccountToken.Path)
+			if err != nil {
+				continue
+			}
+			// Read inside the volume directory only, whatever links were planted in it.
+			root, err := os.OpenRoot(filepath.Join(podDir, "volumes", v.Name))
+			if err != nil {
+				continue
+			}
+			data, err := root.ReadFile(path)
+			root.Close()
+			if err == nil {
+				m.tokens.Adopt(pod, s.ServiceAccountToken, data)
+			}
+		}
+	}
+}
+
+// writeVolume writes one volume's files, or says why it cannot.
 func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, dir string, src sources) *problem {
 	files, err := volumes.Build(ctx, pod, v, src)
 	if err != nil {
+		// The builder's errors name the pod and the volume.
 		if volumes.IsNotReady(err) {
-			return &problem{reason: "VolumeNotReady", message: fmt.Sprintf("volume %q: %v", v.Name, err)}
+			return &problem{reason: "VolumeNotReady", message: err.Error()}
 		}
-		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}
+		return &problem{reason: "FailedMount", message: err.Error(), event: true}
 	}
 	w, err := atomicwriter.New(dir, fmt.Sprintf("%s/%s volume %s", pod.Namespace, pod.Name, v.Name))
 	if err != nil {
@@ -403,6 +445,9 @@ func (m *Manager) forget(key string) error {
 	if !ok {
 		return nil
 	}
+	m.mu.Lock()
+	delete(m.adopted, uid)
+	m.mu.Unlock()
 	m.tokens.Forget(uid)
 	return m.removePodDir(uid)
 }

@@ -1,0 +1,206 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+func TestMain(m *testing.M) {
+	// client-go's fake clientset cannot stream a watch's initial list.
+	os.Setenv("KUBE_FEATURE_WatchListClient", "false")
+	os.Exit(m.Run())
+}
+
+func pod(name string, volumes ...corev1.Volume) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: k8stypes.UID("uid-" + name)},
+		Spec: corev1.PodSpec{
+			NodeName: "n1", ServiceAccountName: "app", Volumes: volumes,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
+		},
+	}
+}
+
+func secretVolume(name, secret string, items ...corev1.KeyToPath) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret, Items: items}}}
+}
+
+// harness runs a manager on a fake clientset that issues tokens.
+type harness struct {
+	client  *fake.Clientset
+	root    string
+	events  *record.FakeRecorder
+	mu      sync.Mutex
+	tokens  int
+	stopped chan struct{}
+}
+
+func start(t *testing.T, objects ...runtime.Object) *harness {
+	t.Helper()
+	h := &harness{client: fake.NewClientset(objects...), root: t.TempDir(), events: record.NewFakeRecorder(100), stopped: make(chan struct{})}
+	h.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		h.mu.Lock()
+		h.tokens++
+		h.mu.Unlock()
+		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		tr.Status = authenticationv1.TokenRequestStatus{Token: "a.b.c", ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
+		return true, tr, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	m := New(Config{NodeName: "n1", RootDir: h.root, Client: h.client, Recorder: h.events, Clock: clock.RealClock{}, Workers: 2})
+	go func() {
+		defer close(h.stopped)
+		if err := m.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-h.stopped })
+	return h
+}
+
+func (h *harness) volumeDir(p *corev1.Pod, volume string) string {
+	return filepath.Join(h.root, "pods", string(p.UID), "volumes", volume)
+}
+
+func (h *harness) condition(t *testing.T, p *corev1.Pod) *corev1.PodCondition {
+	t.Helper()
+	got, err := h.client.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Type == ConditionCredentialsReady {
+			return &c
+		}
+	}
+	return nil
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func TestHostileSpecIsRefusedAndOthersGoOn(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"k": []byte("v")}}
+	// API validation would refuse these paths; the agent must not rely on it.
+	hostile := pod("hostile", secretVolume("v", "s", corev1.KeyToPath{Key: "k", Path: "../../../escaped"}))
+	good := pod("good", secretVolume("v", "s"))
+	h := start(t, secret, hostile, good)
+
+	eventually(t, "the good pod's file", func() bool {
+		data, err := os.ReadFile(filepath.Join(h.volumeDir(good, "v"), "k"))
+		return err == nil && string(data) == "v"
+	})
+	eventually(t, "the hostile pod's condition", func() bool {
+		c := h.condition(t, hostile)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "FailedMount"
+	})
+	eventually(t, "the good pod ready", func() bool {
+		c := h.condition(t, good)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	for _, p := range []string{filepath.Join(h.root, "escaped"), filepath.Join(h.root, "pods", "escaped"), filepath.Join(h.root, "pods", string(hostile.UID), "escaped")} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists (err %v)", p, err)
+		}
+	}
+	select {
+	case e := <-h.events.Events:
+		t.Logf("event: %s", e)
+	case <-time.After(5 * time.Second):
+		t.Error("no event for the hostile pod")
+	}
+}
+
+func TestMissingSecretWaitsThenWrites(t *testing.T) {
+	p := pod("p", secretVolume("v", "late"))
+	h := start(t, p)
+	eventually(t, "VolumeNotReady", func() bool {
+		c := h.condition(t, p)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "VolumeNotReady"
+	})
+	_, err := h.client.CoreV1().Secrets("ns").Create(context.Background(),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late"}, Data: map[string][]byte{"k": []byte("v")}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the file once the secret exists", func() bool {
+		_, err := os.Stat(filepath.Join(h.volumeDir(p, "v"), "k"))
+		return err == nil
+	})
+	eventually(t, "CredentialsReady", func() bool {
+		c := h.condition(t, p)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+}
+
+func TestDeletedPodIsRemoved(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"k": []byte("v")}}
+	p := pod("p", secretVolume("v", "s"), corev1.Volume{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
+	}}})
+	h := start(t, secret, p)
+	eventually(t, "the token", func() bool {
+		_, err := os.Stat(filepath.Join(h.volumeDir(p, "tok"), "token"))
+		return err == nil
+	})
+	if _, err := os.Stat(filepath.Join(h.root, "pods", string(p.UID), "containers", "c", "config.json")); err != nil {
+		t.Errorf("runtime spec: %v", err)
+	}
+	if err := h.client.CoreV1().Pods("ns").Delete(context.Background(), "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod directory removed", func() bool {
+		_, err := os.Stat(filepath.Join(h.root, "pods", string(p.UID)))
+		return errors.Is(err, os.ErrNotExist)
+	})
+}
+
+// A restarted agent drops the directories of pods that went while it was not running.
+func TestRestartRemovesOrphans(t *testing.T) {
+	root := t.TempDir()
+	orphan := filepath.Join(root, "pods", "gone-uid", "volumes", "v")
+	if err := os.MkdirAll(orphan, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := pod("p")
+	client := fake.NewClientset(p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := New(Config{NodeName: "n1", RootDir: root, Client: client, Recorder: record.NewFakeRecorder(10), Clock: clock.RealClock{}})
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	eventually(t, "the orphan removed", func() bool {
+		_, err := os.Stat(filepath.Join(root, "pods", "gone-uid"))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

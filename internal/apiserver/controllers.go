@@ -3,12 +3,14 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
@@ -23,72 +25,144 @@ import (
 	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
-	"github.com/idplane/idplane/internal/controller/everynamespace"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
 	"github.com/idplane/idplane/internal/controller/rootcacertpublisher"
 	"github.com/idplane/idplane/internal/controller/serviceaccount"
 	"github.com/idplane/idplane/internal/controller/serviceaccounttokens"
 	"github.com/idplane/idplane/internal/controller/tokencleaner"
 	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
+	"github.com/idplane/idplane/internal/leaderelection"
 )
 
 // systemNamespaces exist from the first start; NamespaceLifecycle keeps the first three from
 // being deleted.
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
-// certificateControllers answer the Certificates API: the built-in signers, the kubelet-client
-// approver and the publisher of the signers' CAs.
-type certificateControllers struct {
-	signing   *csrsigning.Controller
-	approving *csrapproving.Controller
-	publisher *trustbundlepublisher.Publisher
+// controllerContext is what the leader's controllers are built from. informers is new for each
+// term: a lost term leaves no event handlers or shut-down queues behind on the server's own
+// informers, and the next term starts clean.
+type controllerContext struct {
+	client     kubernetes.Interface
+	dyn        dynamic.Interface
+	authorizer authorizer.Authorizer
+	// caPEM is the cluster CA, which signs the serving certificate.
+	caPEM  []byte
+	issuer serviceaccounttokens.Issuer
+	// signers are the built-in kubernetes.io signers, their CAs loaded once at start.
+	signers         map[string]csrsigning.Signer
+	signingDuration time.Duration
+	// approveKubeletServing lets the approver approve nodes' own kubelet serving CSRs.
+	approveKubeletServing bool
+	informers             informers.SharedInformerFactory
 }
 
-// namespaceContentControllers put in every active namespace what workloads there expect: the
-// default ServiceAccount, the CA that verifies the server, and the legacy tokens of the
-// service-account token secrets users create.
-type namespaceContentControllers struct {
-	serviceAccounts *everynamespace.Loop
-	rootCA          *everynamespace.Loop
-	tokens          *serviceaccounttokens.Controller
+// controller builds one controller and returns how to run it until ctx ends.
+type controller struct {
+	name  string
+	build func(controllerContext) (run func(ctx context.Context), err error)
 }
 
-// newNamespaceContentControllers builds them on the shared informers; caPEM is the cluster CA,
-// which signs the serving certificate.
-func newNamespaceContentControllers(client kubernetes.Interface, factory informers.SharedInformerFactory, caPEM []byte, issuer serviceaccounttokens.Issuer) (namespaceContentControllers, error) {
-	core := factory.Core().V1()
-	tokens, err := serviceaccounttokens.New(client, issuer, caPEM, core.Secrets(), core.ServiceAccounts())
-	if err != nil {
-		return namespaceContentControllers{}, fmt.Errorf("building the tokens controller: %w", err)
-	}
-	serviceAccounts, err := serviceaccount.New(client, core.Namespaces(), core.ServiceAccounts())
-	if err != nil {
-		return namespaceContentControllers{}, fmt.Errorf("building the service account controller: %w", err)
-	}
-	rootCA, err := rootcacertpublisher.New(client, core.Namespaces(), core.ConfigMaps(), caPEM)
-	if err != nil {
-		return namespaceContentControllers{}, fmt.Errorf("building the root CA publisher: %w", err)
-	}
-	return namespaceContentControllers{serviceAccounts: serviceAccounts, rootCA: rootCA, tokens: tokens}, nil
+// leaderControllers act for the whole cluster (they sign, approve, delete and create objects), so
+// with leader election they run on one replica at a time. What every replica needs to serve,
+// the informers behind admission and authorization and the node graph, is not here.
+var leaderControllers = []controller{
+	{"namespace-controller", func(cc controllerContext) (func(context.Context), error) {
+		c, err := namespacecontroller.New(cc.client, cc.dyn, cc.informers.Core().V1().Namespaces())
+		return func(ctx context.Context) { c.Run(ctx, 2) }, err
+	}},
+	{"serviceaccount-controller", func(cc controllerContext) (func(context.Context), error) {
+		c, err := serviceaccount.New(cc.client, cc.informers.Core().V1().Namespaces(), cc.informers.Core().V1().ServiceAccounts())
+		return func(ctx context.Context) { c.Run(ctx, 1) }, err
+	}},
+	{"root-ca-cert-publisher", func(cc controllerContext) (func(context.Context), error) {
+		core := cc.informers.Core().V1()
+		c, err := rootcacertpublisher.New(cc.client, core.Namespaces(), core.ConfigMaps(), cc.caPEM)
+		return func(ctx context.Context) { c.Run(ctx, 1) }, err
+	}},
+	{"serviceaccount-tokens-controller", func(cc controllerContext) (func(context.Context), error) {
+		core := cc.informers.Core().V1()
+		c, err := serviceaccounttokens.New(cc.client, cc.issuer, cc.caPEM, core.Secrets(), core.ServiceAccounts())
+		return func(ctx context.Context) { c.Run(ctx, 1) }, err
+	}},
+	{"clusterrole-aggregation-controller", func(cc controllerContext) (func(context.Context), error) {
+		c, err := clusterroleaggregation.New(cc.client, cc.informers.Rbac().V1().ClusterRoles())
+		return func(ctx context.Context) { c.Run(ctx, 1) }, err
+	}},
+	{"csr-signing-controller", func(cc controllerContext) (func(context.Context), error) {
+		c, err := csrsigning.New(cc.client, cc.informers.Certificates().V1().CertificateSigningRequests(), csrsigning.Config{
+			Signers: cc.signers, MaxDuration: cc.signingDuration, Clock: clock.RealClock{},
+		})
+		return func(ctx context.Context) { c.Run(ctx, 2) }, err
+	}},
+	{"csr-approving-controller", func(cc controllerContext) (func(context.Context), error) {
+		// The approver asks the server's own authorizer whether the requester may self-request.
+		cfg := csrapproving.Config{ApproveKubeletServing: cc.approveKubeletServing}
+		if cc.approveKubeletServing {
+			cfg.Nodes = cc.informers.Core().V1().Nodes()
+		}
+		c, err := csrapproving.New(cc.client, cc.authorizer, cc.informers.Certificates().V1().CertificateSigningRequests(), cfg)
+		return func(ctx context.Context) { c.Run(ctx, 1) }, err
+	}},
+	{"bootstrap-token-cleaner", func(cc controllerContext) (func(context.Context), error) {
+		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), clock.RealClock{})
+		return func(ctx context.Context) { c.Run(ctx, 1) }, err
+	}},
+	{"csr-cleaner", func(cc controllerContext) (func(context.Context), error) {
+		c := csrcleaner.New(cc.client, cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
+		return c.Run, nil
+	}},
+	{"trust-bundle-publisher", func(cc controllerContext) (func(context.Context), error) {
+		cas := map[string]trustbundlepublisher.CA{}
+		for name, s := range cc.signers {
+			cas[name] = s.CA
+		}
+		return trustbundlepublisher.New(cc.client, cas).Run, nil
+	}},
 }
 
-// addControllers registers the built-in controllers and start-up tasks as post-start hooks; the
-// server reports ready only once every hook has returned.
-// nodeGraph is nil when mode Node is off.
-func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.Interface, dyn dynamic.Interface, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, content namespaceContentControllers, certs certificateControllers) error {
-	namespaces, err := namespacecontroller.New(client, dyn, factory.Core().V1().Namespaces())
+// buildControllers builds every leader controller on fresh informers.
+func buildControllers(cc controllerContext) (informers.SharedInformerFactory, []func(context.Context), error) {
+	cc.informers = informers.NewSharedInformerFactory(cc.client, 10*time.Minute)
+	runs := make([]func(context.Context), 0, len(leaderControllers))
+	for _, c := range leaderControllers {
+		run, err := c.build(cc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("building the %s: %w", c.name, err)
+		}
+		runs = append(runs, run)
+	}
+	return cc.informers, runs, nil
+}
+
+// runControllers runs the leader controllers until ctx ends and returns once all have stopped,
+// so that a replica's next term, or its lease release, never overlaps them.
+func runControllers(ctx context.Context, cc controllerContext) {
+	factory, runs, err := buildControllers(cc)
 	if err != nil {
+		// build checked the same construction at start-up.
+		klog.ErrorS(err, "Starting the controllers")
+		return
+	}
+	factory.Start(ctx.Done())
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(func() { run(ctx) })
+	}
+	wg.Wait()
+	factory.Shutdown()
+}
+
+// addControllers registers the start-up tasks every replica runs as post-start hooks (the server
+// reports ready once they have returned) and starts the leader controllers: at once without
+// leader election, else whenever this replica holds the lease. Readiness never waits for the
+// lease: a replica that does not lead serves as well as one that does.
+// nodeGraph is nil when mode Node is off; elector is nil without leader election.
+func addControllers(srv *genericapiserver.GenericAPIServer, cc controllerContext, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, elector *leaderelection.Elector) error {
+	// Fail at start-up, not in a term, if a controller cannot be built.
+	if _, _, err := buildControllers(cc); err != nil {
 		return err
 	}
-	aggregation, err := clusterroleaggregation.New(client, factory.Rbac().V1().ClusterRoles())
-	if err != nil {
-		return err
-	}
-	cleaner := csrcleaner.New(client, factory.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
-	tokenCleaner, err := tokencleaner.New(client, factory.Core().V1().Secrets(), clock.RealClock{})
-	if err != nil {
-		return fmt.Errorf("building the bootstrap token cleaner: %w", err)
-	}
+	namespacesReady := make(chan struct{})
 	type hook struct {
 		name string
 		run  func(context.Context) error
@@ -98,48 +172,15 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 			factory.Start(ctx.Done())
 			return nil
 		}},
-		{"system-namespaces", func(ctx context.Context) error { return ensureNamespaces(ctx, client) }},
-		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, client, rbacIndex) }},
-		{"namespace-controller", func(ctx context.Context) error {
-			go namespaces.Run(ctx, 2)
+		{"system-namespaces", func(ctx context.Context) error {
+			if err := ensureNamespaces(ctx, cc.client); err != nil {
+				return err
+			}
+			close(namespacesReady)
 			return nil
 		}},
-		{"serviceaccount-controller", func(ctx context.Context) error {
-			go content.serviceAccounts.Run(ctx, 1)
-			return nil
-		}},
-		{"root-ca-cert-publisher", func(ctx context.Context) error {
-			go content.rootCA.Run(ctx, 1)
-			return nil
-		}},
-		{"serviceaccount-tokens-controller", func(ctx context.Context) error {
-			go content.tokens.Run(ctx, 1)
-			return nil
-		}},
-		{"clusterrole-aggregation-controller", func(ctx context.Context) error {
-			go aggregation.Run(ctx, 1)
-			return nil
-		}},
-		{"csr-signing-controller", func(ctx context.Context) error {
-			go certs.signing.Run(ctx, 2)
-			return nil
-		}},
-		{"csr-approving-controller", func(ctx context.Context) error {
-			go certs.approving.Run(ctx, 1)
-			return nil
-		}},
-		{"csr-cleaner", func(ctx context.Context) error {
-			go cleaner.Run(ctx)
-			return nil
-		}},
-		{"bootstrap-token-cleaner", func(ctx context.Context) error {
-			go tokenCleaner.Run(ctx, 1)
-			return nil
-		}},
-		{"trust-bundle-publisher", func(ctx context.Context) error {
-			go certs.publisher.Run(ctx)
-			return nil
-		}},
+		// Reconciling is idempotent, so every replica does it at start, as kube-apiservers do.
+		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, cc.client, rbacIndex) }},
 	}
 	if nodeGraph != nil {
 		hooks = append(hooks, hook{"node-authorizer-graph", func(ctx context.Context) error {
@@ -148,6 +189,14 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 			})
 		}})
 	}
+	if elector == nil {
+		hooks = append(hooks, hook{"start-controllers", func(ctx context.Context) error {
+			go runControllers(ctx, cc)
+			return nil
+		}})
+	} else if err := addLeaderElection(srv, elector, namespacesReady); err != nil {
+		return err
+	}
 	for _, h := range hooks {
 		err := srv.AddPostStartHook(h.name, func(ctx genericapiserver.PostStartHookContext) error { return h.run(ctx) })
 		if err != nil {
@@ -155,6 +204,40 @@ func addControllers(srv *genericapiserver.GenericAPIServer, client kubernetes.In
 		}
 	}
 	return nil
+}
+
+// addLeaderElection campaigns from start-up, once the lease's namespace exists, and stops as the
+// server begins to shut down: a pre-shutdown hook ends the term and releases the lease while the
+// server still accepts the loopback client's requests, so another replica takes over at once
+// instead of after the lease duration.
+func addLeaderElection(srv *genericapiserver.GenericAPIServer, elector *leaderelection.Elector, namespacesReady <-chan struct{}) error {
+	campaign, stopCampaign := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	// The post-start hook runs in its own goroutine and may come after the pre-shutdown hook.
+	var once sync.Once
+	err := srv.AddPostStartHook("leader-election", func(genericapiserver.PostStartHookContext) error {
+		once.Do(func() {
+			go func() {
+				defer close(done)
+				select {
+				case <-namespacesReady:
+					elector.Run(campaign)
+				case <-campaign.Done():
+				}
+			}()
+		})
+		return nil
+	})
+	if err != nil {
+		stopCampaign()
+		return err
+	}
+	return srv.AddPreShutdownHook("leader-election", func() error {
+		stopCampaign()
+		once.Do(func() { close(done) })
+		<-done
+		return nil
+	})
 }
 
 func ensureNamespaces(ctx context.Context, client kubernetes.Interface) error {

@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
 	"k8s.io/apiserver/pkg/server/options/encryptionconfig"
+	storagevalue "k8s.io/apiserver/pkg/storage/value"
 	"sigs.k8s.io/yaml"
 
 	"github.com/idplane/idplane/internal/pki"
@@ -50,26 +54,69 @@ func (e *EncryptionOptions) Validate() []error {
 }
 
 // configFile returns the encryption configuration the storage layer is to load, generating the
-// default one first when no file is given. The library builds the transformers from it when the
-// etcd options are applied to the server config; loading it here first refuses a bad file before
-// etcd starts, with the file's name.
-func (e *EncryptionOptions) configFile(files pki.Files) (string, error) {
+// default one first when no file is given, and the transformer it gives secrets. The library builds
+// the storage layer's own transformers from the file when the etcd options are applied to the
+// server config; loading it here first refuses a bad file before etcd starts, with the file's name.
+func (e *EncryptionOptions) configFile(files pki.Files) (string, storagevalue.Transformer, error) {
 	path := e.ProviderConfigFile
 	if path == "" {
 		path = filepath.Join(files.Dir, generatedEncryptionConfig)
 		if err := ensureEncryptionConfig(path); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	} else if err := refuseKMS(path); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	// Without KMS providers loading starts nothing that outlives the context.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := encryptionconfig.LoadEncryptionConfig(ctx, path, e.AutomaticReload, "idplane"); err != nil {
-		return "", fmt.Errorf("encryption configuration %s: %w", path, err)
+	cfg, err := encryptionconfig.LoadEncryptionConfig(ctx, path, e.AutomaticReload, "idplane")
+	if err != nil {
+		return "", nil, fmt.Errorf("encryption configuration %s: %w", path, err)
 	}
-	return path, nil
+	secrets := encryptionconfig.StaticTransformers(cfg.Transformers).TransformerForResource(schema.GroupResource{Resource: "secrets"})
+	return path, secrets, nil
+}
+
+// secretsKeyPrefix is where the storage layer keeps secrets in etcd.
+const secretsKeyPrefix = "/registry/secrets/"
+
+// checkStoredSecrets refuses to start when a secret in etcd cannot be read with the encryption
+// configuration, typically a replica that generated its own key or a rotation that dropped the
+// old key too early: the storage layer would retry listing secrets forever and the server would
+// never turn ready, with the cause only in its log.
+func checkStoredSecrets(ctx context.Context, etcd *clientv3.Client, secrets storagevalue.Transformer, configPath string) error {
+	var unreadable []string
+	total := 0
+	from, end := secretsKeyPrefix, clientv3.GetPrefixRangeEnd(secretsKeyPrefix)
+	for {
+		resp, err := etcd.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(500))
+		if err != nil {
+			return fmt.Errorf("reading secrets from etcd: %w", err)
+		}
+		for _, kv := range resp.Kvs {
+			total++
+			data, _, err := secrets.TransformFromStorage(ctx, kv.Value, storagevalue.DefaultContext(kv.Key))
+			if err == nil {
+				// identity passes anything through: only decoding shows it was not the right provider.
+				_, _, err = Codecs.UniversalDeserializer().Decode(data, nil, nil)
+			}
+			if err != nil {
+				unreadable = append(unreadable, strings.TrimPrefix(string(kv.Key), secretsKeyPrefix))
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	if len(unreadable) > 0 {
+		return fmt.Errorf("%d of %d secrets in etcd (%s first) cannot be decrypted with the encryption configuration %s: "+
+			"servers sharing an etcd must share one configuration (copy <data-dir>/pki/%s or pass --encryption-provider-config), "+
+			"and a key may leave the configuration only once every secret was rewritten with another",
+			len(unreadable), total, unreadable[0], configPath, generatedEncryptionConfig)
+	}
+	return nil
 }
 
 // ensureEncryptionConfig writes, unless it exists, a configuration that encrypts secrets with a
@@ -127,4 +174,14 @@ func refuseKMS(path string) error {
 		}
 	}
 	return nil
+}
+
+// verifyStoredSecrets runs checkStoredSecrets on the server's etcd.
+func verifyStoredSecrets(ctx context.Context, o *Options, etcdServers []string, secrets storagevalue.Transformer, configPath string) error {
+	client, err := newEtcdClient(etcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	return checkStoredSecrets(ctx, client, secrets, configPath)
 }

@@ -14,7 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/server/options/encryptionconfig/controller"
+	encryptioncontroller "k8s.io/apiserver/pkg/server/options/encryptionconfig/controller"
 )
 
 // rawEtcdValue reads a key straight from the server's embedded etcd, as someone with a copy of
@@ -216,9 +216,9 @@ func TestEncryptionKeyRotation(t *testing.T) {
 }
 
 func TestEncryptionConfigAutomaticReload(t *testing.T) {
-	saved := controller.EncryptionConfigFileChangePollDuration
-	controller.EncryptionConfigFileChangePollDuration = 50 * time.Millisecond
-	t.Cleanup(func() { controller.EncryptionConfigFileChangePollDuration = saved })
+	saved := encryptioncontroller.EncryptionConfigFileChangePollDuration
+	encryptioncontroller.EncryptionConfigFileChangePollDuration = 50 * time.Millisecond
+	t.Cleanup(func() { encryptioncontroller.EncryptionConfigFileChangePollDuration = saved })
 
 	config := filepath.Join(t.TempDir(), "encryption.yaml")
 	key1, key2 := newTestKey(t, "key1"), newTestKey(t, "key2")
@@ -241,6 +241,48 @@ func TestEncryptionConfigAutomaticReload(t *testing.T) {
 		return nil
 	})
 	expectSecret(t, ts, "before", "written-before-reload")
+}
+
+// TestUndecryptableSecretsRefuseStart checks that a server whose configuration cannot read the
+// secrets in etcd says so at start instead of never turning ready.
+func TestUndecryptableSecretsRefuseStart(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(t.TempDir(), "encryption.yaml")
+	key1, key2 := newTestKey(t, "key1"), newTestKey(t, "key2")
+	writeEncryptionConfig(t, config, key1)
+	ts := startTestServer(t, dir, func(o *Options) { o.Encryption.ProviderConfigFile = config })
+	createSecret(t, ts, "s1", "first-value")
+	ts.stop()
+
+	for _, tc := range []struct {
+		name string
+		keys []testKey
+	}{
+		{"old key removed before the rewrite", []testKey{key2}},
+		{"another key under the same name", []testKey{newTestKey(t, "key1")}},
+		{"identity only", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			writeEncryptionConfig(t, config, tc.keys...)
+			o := NewOptions()
+			o.DataDir, o.SecurePort, o.Encryption.ProviderConfigFile = dir, 0, config
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			srv, err := Start(ctx, o)
+			if err == nil {
+				cancel()
+				_ = srv.Wait()
+				t.Fatal("server started")
+			}
+			if want := "secrets in etcd (default/s1 first) cannot be decrypted with the encryption configuration " + config; !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not say %q", err, want)
+			}
+		})
+	}
+
+	writeEncryptionConfig(t, config, key2, key1)
+	ts = startTestServer(t, dir, func(o *Options) { o.Encryption.ProviderConfigFile = config })
+	expectSecret(t, ts, "s1", "first-value")
 }
 
 func TestEncryptionConfigRefused(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -89,6 +90,12 @@ func TestExternalEtcdWithTLS(t *testing.T) {
 	}
 	first.stop()
 
+	// Servers sharing an etcd share the key that encrypts secrets in it.
+	key, err := os.ReadFile(filepath.Join(dir, "first", "pki", generatedEncryptionConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join("second", "pki", generatedEncryptionConfig), key)
 	second := startTestServer(t, filepath.Join(dir, "second"), external)
 	got, err := second.client.CoreV1().Secrets("default").Get(ctx, "shared", metav1.GetOptions{})
 	if err != nil {

@@ -11,7 +11,14 @@ import (
 
 	"github.com/spf13/pflag"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	clientleaderelection "k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	componentbaseconfig "k8s.io/component-base/config"
+	componentbaseoptions "k8s.io/component-base/config/options"
+	componentbasevalidation "k8s.io/component-base/config/validation"
 
 	"github.com/idplane/idplane/internal/admission"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
@@ -32,6 +39,9 @@ type Options struct {
 	EtcdCAFile   string
 	EtcdCertFile string
 	EtcdKeyFile  string
+	// RequestTimeout bounds every request that is not a watch or other long-running one: the
+	// server answers 504 when it passes, also while etcd has lost quorum.
+	RequestTimeout time.Duration
 
 	AuthorizationModes []string
 	TokenAuthFile      string
@@ -54,8 +64,24 @@ type Options struct {
 	// names its Node object shows.
 	ApproveKubeletServing bool
 
+	// LeaderElection makes the controllers run on one replica at a time; off, they run at once.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	Shutdown       ShutdownOptions
+
 	Encryption EncryptionOptions
 	Audit      AuditOptions
+}
+
+// ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
+type ShutdownOptions struct {
+	// DelayDuration keeps serving, with /readyz failing, so load balancers move away first.
+	DelayDuration time.Duration
+	// WatchTerminationGracePeriod bounds how long the stop waits for open watches, which are told
+	// to end as soon as it begins; 0 leaves them to be cut when the connections close.
+	WatchTerminationGracePeriod time.Duration
+	// SendRetryAfter keeps the listener open until in-flight requests drained, answering new
+	// ones 429 with Retry-After instead of refusing connections.
+	SendRetryAfter bool
 }
 
 // ServiceAccountOptions are the service-account token settings.
@@ -102,6 +128,7 @@ func NewOptions() *Options {
 		DataDir:                "./idplane-data",
 		BindAddress:            net.ParseIP("127.0.0.1"),
 		SecurePort:             6443,
+		RequestTimeout:         time.Minute,
 		AuthorizationModes:     append([]string(nil), authz.DefaultModes...),
 		Admission:              admission.NewOptions(),
 		ServiceAccounts:        ServiceAccountOptions{ExtendTokenExpiration: true},
@@ -113,7 +140,17 @@ func NewOptions() *Options {
 			}
 			return m
 		}(),
-		Audit: NewAuditOptions(),
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      resourcelock.LeasesResourceLock,
+			ResourceNamespace: metav1.NamespaceSystem,
+			ResourceName:      "idplane-controllers",
+		},
+		Shutdown: ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
+		Audit:    NewAuditOptions(),
 	}
 }
 
@@ -126,6 +163,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle verifying the external etcd servers.")
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate for the external etcd.")
 	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", o.EtcdKeyFile, "Client key for the external etcd.")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "Longest time a request other than a watch may take before the server answers 504 Timeout; also how long a stopping server waits for requests in flight.")
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes, fmt.Sprintf("Ordered authorizers; the first to allow or deny decides (known: %v). Group system:masters is always allowed.", authz.Modes()))
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Treat requests without credentials as user system:anonymous instead of refusing them.")
@@ -148,6 +186,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: the cluster CA). Read again when it changes.")
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: the cluster CA's key).")
 	}
+	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
+	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
+	fs.DurationVar(&o.Shutdown.WatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.Shutdown.WatchTerminationGracePeriod, "On SIGTERM, open watches are told to end and the stop waits for them up to this long (0: watches are cut when their connections close).")
+	fs.BoolVar(&o.Shutdown.SendRetryAfter, "shutdown-send-retry-after", o.Shutdown.SendRetryAfter, "On SIGTERM, keep listening until in-flight requests drained and answer new requests 429 with Retry-After instead of refusing connections.")
 	o.Encryption.AddFlags(fs)
 	o.Audit.AddFlags(fs)
 }
@@ -169,6 +211,9 @@ func (o *Options) Validate() error {
 	}
 	if (o.EtcdCertFile == "") != (o.EtcdKeyFile == "") {
 		errs = append(errs, errors.New("--etcd-certfile and --etcd-keyfile go together"))
+	}
+	if o.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--request-timeout %v must be positive", o.RequestTimeout))
 	}
 	if err := authz.ValidateModes(o.AuthorizationModes); err != nil {
 		errs = append(errs, err)
@@ -197,6 +242,22 @@ func (o *Options) Validate() error {
 		if f := o.ClusterSigningFiles[s.flag]; (f.CertFile == "") != (f.KeyFile == "") {
 			errs = append(errs, fmt.Errorf("--cluster-signing-%s-cert-file and --cluster-signing-%s-key-file go together", s.flag, s.flag))
 		}
+	}
+	for _, err := range componentbasevalidation.ValidateLeaderElectionConfiguration(&o.LeaderElection, field.NewPath("leaderElection")) {
+		errs = append(errs, err)
+	}
+	if le := o.LeaderElection; le.LeaderElect {
+		if le.ResourceLock != resourcelock.LeasesResourceLock {
+			errs = append(errs, fmt.Errorf("--leader-elect-resource-lock %q: only %q is supported", le.ResourceLock, resourcelock.LeasesResourceLock))
+		}
+		// client-go's own condition: a renewal attempt must fit in the renew deadline.
+		if float64(le.RenewDeadline.Duration) <= clientleaderelection.JitterFactor*float64(le.RetryPeriod.Duration) {
+			errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline %v must be more than %v times --leader-elect-retry-period %v",
+				le.RenewDeadline.Duration, clientleaderelection.JitterFactor, le.RetryPeriod.Duration))
+		}
+	}
+	if o.Shutdown.DelayDuration < 0 || o.Shutdown.WatchTerminationGracePeriod < 0 {
+		errs = append(errs, errors.New("--shutdown-delay-duration and --shutdown-watch-termination-grace-period must not be negative"))
 	}
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)

@@ -30,6 +30,11 @@ func TestOptionsValidate(t *testing.T) {
 			name:   "mode Node with other plugins disabled",
 			modify: func(o *Options) { o.Admission.DisablePlugins = []string{"NamespaceLifecycle"} },
 		},
+		{
+			name:    "no request timeout",
+			modify:  func(o *Options) { o.RequestTimeout = 0 },
+			wantErr: "--request-timeout 0s must be positive",
+		},
 		{name: "token maximum of a day", modify: func(o *Options) { o.ServiceAccounts.MaxTokenExpiration = 24 * time.Hour }},
 		{
 			name:    "token maximum under an hour",
@@ -54,6 +59,33 @@ func TestOptionsValidate(t *testing.T) {
 				o.AuthenticationConfigFile = "authn.yaml"
 			},
 			wantErr: "--anonymous-auth and --authentication-config exclude each other",
+		},
+		{
+			name:    "lease not longer than the renew deadline",
+			modify:  func(o *Options) { o.LeaderElection.LeaseDuration = o.LeaderElection.RenewDeadline },
+			wantErr: "leaderElection.leaseDuration",
+		},
+		{
+			name:    "retry period too long for the renew deadline",
+			modify:  func(o *Options) { o.LeaderElection.RetryPeriod.Duration = 9 * time.Second },
+			wantErr: "--leader-elect-renew-deadline 10s must be more than 1.2 times --leader-elect-retry-period 9s",
+		},
+		{
+			name:    "lock other than leases",
+			modify:  func(o *Options) { o.LeaderElection.ResourceLock = "configmapsleases" },
+			wantErr: `--leader-elect-resource-lock "configmapsleases": only "leases" is supported`,
+		},
+		{
+			name: "no leader election, durations unused",
+			modify: func(o *Options) {
+				o.LeaderElection.LeaderElect = false
+				o.LeaderElection.LeaseDuration.Duration = 0
+			},
+		},
+		{
+			name:    "negative shutdown delay",
+			modify:  func(o *Options) { o.Shutdown.DelayDuration = -time.Second },
+			wantErr: "--shutdown-delay-duration and --shutdown-watch-termination-grace-period must not be negative",
 		},
 	}
 	for _, tc := range cases {

@@ -9,6 +9,7 @@ import (
 
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,7 @@ import (
 	"github.com/idplane/idplane/internal/authz/rbac"
 	generated "github.com/idplane/idplane/internal/generated/openapi"
 	"github.com/idplane/idplane/internal/kubeconfig"
+	"github.com/idplane/idplane/internal/leaderelection"
 	"github.com/idplane/idplane/internal/pki"
 	"github.com/idplane/idplane/internal/registry/rbac/escalation"
 	"github.com/idplane/idplane/internal/version"
@@ -64,8 +66,10 @@ type Server struct {
 	etcd *embeddedEtcd
 	// nodeGraph feeds the Node authorizer; tests pause it to make the graph lag the store.
 	nodeGraph *node.Populator
-	done      chan struct{}
-	err       error
+	// identity names this replica in the controllers' Lease.
+	identity string
+	done     chan struct{}
+	err      error
 }
 
 // Wait blocks until the server has stopped (its context ended) and returns why it stopped.
@@ -123,7 +127,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
 		return nil, err
 	}
-	encryptionConfig, err := o.Encryption.configFile(files)
+	encryptionConfig, secretsTransformer, err := o.Encryption.configFile(files)
 	if err != nil {
 		return nil, err
 	}
@@ -152,10 +156,25 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 		}
 		etcdServers = []string{etcd.clientURL}
 	}
-	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, done: make(chan struct{})}
+	if err := verifyStoredSecrets(ctx, o, etcdServers, secretsTransformer, encryptionConfig); err != nil {
+		if etcd != nil {
+			etcd.Close()
+		}
+		return nil, err
+	}
+	var identity string
+	if o.LeaderElection.LeaderElect {
+		if identity, err = leaderelection.NewIdentity(); err != nil {
+			if etcd != nil {
+				etcd.Close()
+			}
+			return nil, err
+		}
+	}
+	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, identity: identity, done: make(chan struct{})}
 	prepared, err := build(ctx, o, buildInput{
 		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
-		etcdServers: etcdServers, tokens: tokens, encryptionConfig: encryptionConfig,
+		etcdServers: etcdServers, tokens: tokens, identity: identity, encryptionConfig: encryptionConfig,
 	})
 	if err != nil {
 		if etcd != nil {
@@ -181,6 +200,8 @@ type buildInput struct {
 	caPEM                   []byte
 	etcdServers             []string
 	tokens                  *tokenSettings
+	// identity names this replica in the controllers' Lease.
+	identity string
 	// encryptionConfig is the EncryptionConfiguration file the storage layer encrypts with.
 	encryptionConfig string
 }
@@ -189,6 +210,10 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	cfg := genericapiserver.NewConfig(Codecs)
 	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
+	cfg.RequestTimeout = o.RequestTimeout
+	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return genericapiserver.DefaultBuildHandlerChain(withAnswerMargin(h), c)
+	}
 	if err := o.Audit.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
@@ -214,6 +239,12 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	// throttling slow them down.
 	cfg.LoopbackClientConfig.QPS, cfg.LoopbackClientConfig.Burst = -1, -1
 	cfg.ExternalAddress = in.listener.Addr().String()
+	// On SIGTERM the library turns /readyz red, waits the delay, stops accepting, drains in-flight
+	// requests (bounded by the request timeout) and, with a grace period, tells watches to end;
+	// the leader lease is released in a pre-shutdown hook, before any of that refuses requests.
+	cfg.ShutdownDelayDuration = o.Shutdown.DelayDuration
+	cfg.ShutdownWatchTerminationGracePeriod = o.Shutdown.WatchTerminationGracePeriod
+	cfg.ShutdownSendRetryAfter = o.Shutdown.SendRetryAfter
 
 	client, err := kubernetes.NewForConfig(cfg.LoopbackClientConfig)
 	if err != nil {
@@ -355,14 +386,6 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	signing, publisher, err := csrSigningController(o, client, informerFactory)
-	if err != nil {
-		return nil, err
-	}
-	approving, err := csrApprovingController(o, client, cfg.Authorization.Authorizer, informerFactory)
-	if err != nil {
-		return nil, err
-	}
 	err = srv.AddPostStartHook("start-dynamic-informers", func(ctx genericapiserver.PostStartHookContext) error {
 		dynamicInformers.Start(ctx.Done())
 		return nil
@@ -370,11 +393,28 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	content, err := newNamespaceContentControllers(client, informerFactory, in.caPEM, tokens.config.Issuer)
+	signers, err := loadClusterSigners(o)
 	if err != nil {
 		return nil, err
 	}
-	if err := addControllers(srv, client, dyn, informerFactory, rbacIndex, nodePopulator, content, certificateControllers{signing, approving, publisher}); err != nil {
+	controllers := controllerContext{
+		client: client, dyn: dyn, authorizer: cfg.Authorization.Authorizer,
+		caPEM: in.caPEM, issuer: tokens.config.Issuer,
+		signers: signers, signingDuration: o.ClusterSigningDuration,
+		approveKubeletServing: o.ApproveKubeletServing,
+	}
+	var elector *leaderelection.Elector
+	if le := o.LeaderElection; le.LeaderElect {
+		elector, err = leaderelection.New(leaderelection.Config{
+			Leases: client.CoordinationV1(), Namespace: le.ResourceNamespace, Name: le.ResourceName, Identity: in.identity,
+			LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+			Lead: func(ctx context.Context) { runControllers(ctx, controllers) },
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := addControllers(srv, controllers, informerFactory, rbacIndex, nodePopulator, elector); err != nil {
 		return nil, err
 	}
 	return &preparedServer{

@@ -66,13 +66,20 @@ type server struct {
 // ready. The process is killed when the test ends; its log is shown if the test failed.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServerIn(t, t.TempDir(), args...)
+}
+
+// startServerIn is startServer on a data directory the test prepared, such as a replica's that
+// holds a copy of another server's pki/.
+func startServerIn(t *testing.T, dataDir string, args ...string) *server {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an idplane server process; skipped in -short mode")
 	}
 	serverSlots <- struct{}{}
 	t.Cleanup(func() { <-serverSlots })
 	s := &server{
-		dataDir:  t.TempDir(),
+		dataDir:  dataDir,
 		args:     args,
 		logPath:  filepath.Join(t.TempDir(), "idplane.log"),
 		cacheDir: t.TempDir(),

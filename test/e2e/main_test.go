@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/idplane/idplane/internal/testing/etcdcluster"
 )
 
 // Paths of the binaries under test, set by TestMain.
@@ -27,6 +29,8 @@ var (
 const kubectlVersion = "v1.37.2"
 
 func TestMain(m *testing.M) {
+	// The etcd cluster tests run their members as copies of this binary.
+	etcdcluster.RunMemberIfChild()
 	os.Exit(run(m))
 }
 

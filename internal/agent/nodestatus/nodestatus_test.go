@@ -1,0 +1,327 @@
+package nodestatus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/idplane/idplane/internal/version"
+)
+
+func testConfig(clk *clocktesting.FakeClock) Config {
+	return Config{
+		NodeName:    "node-a",
+		Hostname:    "Node-A",
+		Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}},
+		OS:          "linux",
+		Arch:        "arm64",
+		KubeletPort: 10250,
+		Clock:       clk,
+	}
+}
+
+// run starts Run and returns a function that stops it and reports its result.
+func run(t *testing.T, client *fake.Clientset, cfg Config) func() error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, client, cfg) }()
+	stop := func() error {
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		last = check()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, last)
+	}
+}
+
+// settled waits until both loops sleep on the clock again.
+func settled(t *testing.T, clk *clocktesting.FakeClock) {
+	t.Helper()
+	eventually(t, "loops waiting on the clock", func() error {
+		if n := clk.Waiters(); n != 2 {
+			return fmt.Errorf("%d waiters", n)
+		}
+		return nil
+	})
+}
+
+// withUIDs gives created Nodes a UID, as the server does.
+func withUIDs(client *fake.Clientset) {
+	client.PrependReactor("create", "nodes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		a.(clienttesting.CreateAction).GetObject().(*corev1.Node).UID = "uid-1"
+		return false, nil, nil
+	})
+}
+
+func getNode(t *testing.T, client *fake.Clientset) *corev1.Node {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func getLease(client *fake.Clientset) (*coordinationv1.Lease, error) {
+	return client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "node-a", metav1.GetOptions{})
+}
+
+func readyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestRegistersNodeAndRenewsLease(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	client := fake.NewClientset()
+	withUIDs(client)
+	run(t, client, testConfig(clk))
+	settled(t, clk)
+
+	n := getNode(t, client)
+	wantLabels := map[string]string{
+		"kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64",
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "arm64",
+	}
+	for k, v := range wantLabels {
+		if n.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
+		}
+	}
+	wantAddresses := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.10"}, {Type: corev1.NodeHostName, Address: "Node-A"}}
+	if fmt.Sprint(n.Status.Addresses) != fmt.Sprint(wantAddresses) {
+		t.Errorf("addresses %v, want %v", n.Status.Addresses, wantAddresses)
+	}
+	info := n.Status.NodeInfo
+	if info.OperatingSystem != "linux" || info.Architecture != "arm64" || info.KubeletVersion != version.Info().GitVersion {
+		t.Errorf("node info %+v", info)
+	}
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("daemon endpoints %+v", n.Status.DaemonEndpoints)
+	}
+	ready := readyCondition(n)
+	if ready == nil || ready.Status != corev1.ConditionTrue || !ready.LastHeartbeatTime.Time.Equal(clk.Now()) {
+		t.Fatalf("Ready condition %+v", ready)
+	}
+
+	lease, err := getLease(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *lease.Spec.HolderIdentity != "node-a" || *lease.Spec.LeaseDurationSeconds != 40 || !lease.Spec.RenewTime.Time.Equal(clk.Now()) {
+		t.Errorf("lease spec %+v", lease.Spec)
+	}
+	if len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].Kind != "Node" || lease.OwnerReferences[0].UID != "uid-1" {
+		t.Errorf("lease owners %+v, want the Node", lease.OwnerReferences)
+	}
+
+	// A quarter of the lease duration later the lease is renewed; the status is not due yet.
+	clk.Step(10 * time.Second)
+	settled(t, clk)
+	if lease, _ := getLease(client); !lease.Spec.RenewTime.Time.Equal(clk.Now()) {
+		t.Errorf("lease renewed at %v, want %v", lease.Spec.RenewTime, clk.Now())
+	}
+	if got := readyCondition(getNode(t, client)).LastHeartbeatTime; !got.Time.Equal(clk.Now().Add(-10 * time.Second)) {
+		t.Errorf("status heartbeat rewritten at %v before it was due", got)
+	}
+
+	// Five minutes after the last report the status is written again, with the same transition.
+	transition := ready.LastTransitionTime
+	for range 29 {
+		clk.Step(10 * time.Second)
+		settled(t, clk)
+	}
+	ready = readyCondition(getNode(t, client))
+	if !ready.LastHeartbeatTime.Time.Equal(clk.Now()) || !ready.LastTransitionTime.Equal(&transition) {
+		t.Errorf("after 5 min Ready %+v, want heartbeat %v and transition %v", ready, clk.Now(), transition)
+	}
+}
+
+func TestRegisterExistingNode(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	existing := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-old", Labels: map[string]string{
+			"team": "blue", "kubernetes.io/os": "windows", "node-restriction.kubernetes.io/trusted": "yes",
+		}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown"},
+			{Type: "NetworkUnavailable", Status: corev1.ConditionFalse},
+		}},
+	}
+	client := fake.NewClientset(existing)
+	run(t, client, testConfig(clk))
+	settled(t, clk)
+
+	n := getNode(t, client)
+	if n.Labels["team"] != "blue" || n.Labels["node-restriction.kubernetes.io/trusted"] != "yes" || n.Labels["kubernetes.io/os"] != "linux" {
+		t.Errorf("labels %v: want the others' kept and kubernetes.io/os corrected", n.Labels)
+	}
+	if len(n.Spec.Taints) != 1 {
+		t.Errorf("taints %v, want them untouched", n.Spec.Taints)
+	}
+	ready := readyCondition(n)
+	if ready.Status != corev1.ConditionTrue || !ready.LastTransitionTime.Time.Equal(clk.Now()) {
+		t.Errorf("Ready %+v, want True since now", ready)
+	}
+	if len(n.Status.Conditions) != 2 {
+		t.Errorf("conditions %+v, want the other condition kept", n.Status.Conditions)
+	}
+	var patched bool
+	for _, a := range client.Actions() {
+		if p, ok := a.(clienttesting.PatchAction); ok {
+			patched = true
+			if p.GetSubresource() != "status" || p.GetPatchType() != types.StrategicMergePatchType {
+				t.Errorf("patch %s of %q, want a strategic merge patch of status", p.GetPatchType(), p.GetSubresource())
+			}
+		}
+	}
+	if !patched {
+		t.Error("existing node not patched")
+	}
+	if lease, err := getLease(client); err != nil || lease.OwnerReferences[0].UID != "uid-old" {
+		t.Errorf("lease %+v (%v), want it owned by the existing Node", lease, err)
+	}
+}
+
+// TestRetriesWhileServerDown: registration and lease renewal fail while the server is
+// unreachable and succeed once it answers, with backoff on the clock in between.
+func TestRetriesWhileServerDown(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	client := fake.NewClientset()
+	var down atomic.Bool
+	down.Store(true)
+	var failures atomic.Int32
+	client.PrependReactor("*", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if down.Load() {
+			failures.Add(1)
+			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+		}
+		return false, nil, nil
+	})
+	run(t, client, testConfig(clk))
+
+	for range 5 {
+		eventually(t, "registration retry waiting on the clock", func() error {
+			if !clk.HasWaiters() {
+				return fmt.Errorf("no timer")
+			}
+			return nil
+		})
+		clk.Step(7 * time.Second)
+	}
+	if n := failures.Load(); n < 5 {
+		t.Fatalf("%d failed requests, want registration retried", n)
+	}
+	down.Store(false)
+	eventually(t, "registration retry waiting on the clock", func() error {
+		if !clk.HasWaiters() {
+			return fmt.Errorf("no timer")
+		}
+		return nil
+	})
+	clk.Step(7 * time.Second)
+	eventually(t, "node registered once the server answers", func() error {
+		_, err := client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{})
+		return err
+	})
+	settled(t, clk)
+
+	// The lease loop retries within its interval after a failure.
+	down.Store(true)
+	clk.Step(10 * time.Second)
+	settled(t, clk)
+	down.Store(false)
+	before, _ := getLease(client)
+	clk.Step(5 * time.Second)
+	eventually(t, "lease renewed after the outage", func() error {
+		lease, err := getLease(client)
+		if err != nil {
+			return err
+		}
+		if !lease.Spec.RenewTime.Time.After(before.Spec.RenewTime.Time) {
+			return fmt.Errorf("lease renewed at %v", lease.Spec.RenewTime)
+		}
+		return nil
+	})
+}
+
+// TestStatusDrift: when something else changes what the agent reports, the next check writes
+// it back without waiting for the report period.
+func TestStatusDrift(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	client := fake.NewClientset()
+	run(t, client, testConfig(clk))
+	settled(t, clk)
+
+	n := getNode(t, client)
+	n.Status.Addresses = nil
+	if _, err := client.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(10 * time.Second)
+	settled(t, clk)
+	if got := getNode(t, client).Status.Addresses; len(got) != 2 {
+		t.Errorf("addresses %v after drift, want them written back", got)
+	}
+
+	// A deleted Node is registered again.
+	if err := client.CoreV1().Nodes().Delete(context.Background(), "node-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(10 * time.Second)
+	settled(t, clk)
+	getNode(t, client)
+}
+
+func TestConfigValidation(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(*Config)
+	}{
+		{"no node name", func(c *Config) { c.NodeName = "" }},
+		{"invalid node name", func(c *Config) { c.NodeName = "Node_A" }},
+		{"hostname too long for a label", func(c *Config) { c.Hostname = fmt.Sprintf("%070d", 0) }},
+		{"sub-second lease", func(c *Config) { c.LeaseDuration = time.Millisecond }},
+		{"negative frequency", func(c *Config) { c.StatusUpdateFrequency = -time.Second }},
+		{"port out of range", func(c *Config) { c.KubeletPort = 70000 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(clocktesting.NewFakeClock(time.Now()))
+			tc.change(&cfg)
+			if err := Run(context.Background(), fake.NewClientset(), cfg); err == nil {
+				t.Error("Run accepted the configuration")
+			}
+		})
+	}
+}

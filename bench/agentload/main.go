@@ -45,6 +45,7 @@ type config struct {
 	startTimeout time.Duration
 	runs         int
 	jsonFile     string
+	keep         bool
 }
 
 // lifetime is the pods' token lifetime.
@@ -102,9 +103,11 @@ type steadyFigures struct {
 	ExpectedRefreshesPerMinute float64            `json:"expectedTokenRefreshesPerMinute"`
 	AgentCPUPercent            float64            `json:"agentCPUPercentOfOneCore"`
 	AgentRSSMiB                float64            `json:"agentRSSMiB"`
-	AgentHWMMiB                float64            `json:"agentPeakRSSMiB"`
-	CredentialsReady           int                `json:"podsCredentialsReady"`
-	MachineLoadAvg1m           float64            `json:"machineLoadAvg1m"`
+	// AgentAnonMiB is the part of the RSS that is heap and stacks rather than the binary's pages.
+	AgentAnonMiB     float64 `json:"agentRSSAnonMiB"`
+	AgentHWMMiB      float64 `json:"agentPeakRSSMiB"`
+	CredentialsReady int     `json:"podsCredentialsReady"`
+	MachineLoadAvg1m float64 `json:"machineLoadAvg1m"`
 }
 
 // addRequests counts the node's requests in the run's ramp and steady window.
@@ -209,6 +212,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.fileTimeout, "file-timeout", time.Minute, "a pod whose token file is not there this long after its creation counts as an error")
 	fs.DurationVar(&cfg.startTimeout, "start-timeout", 2*time.Minute, "give up when the server is not ready, or the agent's Node not Ready, by then")
 	fs.IntVar(&cfg.runs, "runs", 1, "repeat the whole measurement this many times and report the median of each figure")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep each run's temporary directory: server and agent logs, audit log, the agent's files")
 	fs.StringVar(&cfg.jsonFile, "json", "", "also write all runs and the medians as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -285,6 +289,7 @@ func medianRun(runs []runResult) runResult {
 			ExpectedRefreshesPerMinute: runs[0].Steady.ExpectedRefreshesPerMinute,
 			AgentCPUPercent:            of(func(r runResult) float64 { return r.Steady.AgentCPUPercent }),
 			AgentRSSMiB:                of(func(r runResult) float64 { return r.Steady.AgentRSSMiB }),
+			AgentAnonMiB:               of(func(r runResult) float64 { return r.Steady.AgentAnonMiB }),
 			AgentHWMMiB:                of(func(r runResult) float64 { return r.Steady.AgentHWMMiB }),
 			CredentialsReady:           count(func(r runResult) int { return r.Steady.CredentialsReady }),
 			MachineLoadAvg1m:           of(func(r runResult) float64 { return r.Steady.MachineLoadAvg1m }),
@@ -316,10 +321,10 @@ func printRun(w io.Writer, r runResult) {
 	fmt.Fprintln(tw)
 
 	s := r.Steady
-	fmt.Fprintf(tw, "steady window\tnode requests/min\texpected refreshes/min\tfailed\tagent cpu\tagent RSS\tagent peak RSS\tCredentialsReady\tload 1m\t\n")
-	fmt.Fprintf(tw, "%.0f s\t%.1f\t%.1f\t%d\t%.2f%%\t%.1f MiB\t%.1f MiB\t%d\t%.2f\t\n",
+	fmt.Fprintf(tw, "steady window\tnode requests/min\texpected refreshes/min\tfailed\tagent cpu\tagent RSS\tof it anon\tagent peak RSS\tCredentialsReady\tload 1m\t\n")
+	fmt.Fprintf(tw, "%.0f s\t%.1f\t%.1f\t%d\t%.2f%%\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%d\t%.2f\t\n",
 		s.Seconds, s.RequestsPerMinute, s.ExpectedRefreshesPerMinute, s.Requests.Failed,
-		s.AgentCPUPercent, s.AgentRSSMiB, s.AgentHWMMiB, s.CredentialsReady, s.MachineLoadAvg1m)
+		s.AgentCPUPercent, s.AgentRSSMiB, s.AgentAnonMiB, s.AgentHWMMiB, s.CredentialsReady, s.MachineLoadAvg1m)
 	tw.Flush()
 
 	if len(s.ByKindPerMinute) == 0 {

@@ -24,14 +24,18 @@ import (
 const auditSettle = 500 * time.Millisecond
 
 // measure runs one complete measurement: a fresh server and agent in a temporary directory,
-// the pods, the steady window. Both processes are stopped and the directory removed before it
-// returns.
+// the pods, the steady window. Both processes are stopped and the directory removed (unless -keep) before
+// it returns.
 func measure(ctx context.Context, cfg config) (runResult, error) {
 	dir, err := os.MkdirTemp("", "agentload-")
 	if err != nil {
 		return runResult{}, fmt.Errorf("creating temporary directory: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	if cfg.keep {
+		fmt.Fprintf(os.Stderr, "agentload: keeping %s (server and agent logs, audit log)\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	user := "system:node:" + cfg.nodeName
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy(user)), 0o600); err != nil {
@@ -176,6 +180,7 @@ func drive(ctx context.Context, cfg config, cs kubernetes.Interface, agent *laun
 		Seconds:          window.Seconds(),
 		AgentCPUPercent:  100 * (cpu1 - cpu0).Seconds() / window.Seconds(),
 		AgentRSSMiB:      procstat.MiB(mem.RSS),
+		AgentAnonMiB:     procstat.MiB(mem.Anon),
 		AgentHWMMiB:      procstat.MiB(mem.HWM),
 		MachineLoadAvg1m: loadAverage(),
 	}

@@ -16,8 +16,10 @@ import (
 // user space on every architecture Go supports.
 const clockTicks = 100
 
-// Memory is a process's resident set size now (VmRSS) and at its peak (VmHWM), in bytes.
-type Memory struct{ RSS, HWM int64 }
+// Memory is a process's resident set size now (VmRSS) and at its peak (VmHWM), in bytes. RSS
+// is the sum of anonymous memory (RssAnon: the heap, stacks) and file pages (RssFile: mostly the
+// binary's text and data) and shared memory (RssShmem).
+type Memory struct{ RSS, HWM, Anon, File int64 }
 
 // ReadMemory reads the memory figures of process pid.
 func ReadMemory(pid int) (Memory, error) {
@@ -32,23 +34,21 @@ func ReadMemory(pid int) (Memory, error) {
 	return m, nil
 }
 
-// ParseStatus reads VmRSS and VmHWM from the text of /proc/<pid>/status.
+// ParseStatus reads VmRSS, VmHWM, RssAnon and RssFile from the text of /proc/<pid>/status.
 func ParseStatus(status []byte) (Memory, error) {
 	var m Memory
+	fields := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.HWM, "RssAnon": &m.Anon, "RssFile": &m.File}
 	for line := range strings.Lines(string(status)) {
 		key, value, ok := strings.Cut(line, ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		field := fields[key]
+		if !ok || field == nil {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
 			return Memory{}, fmt.Errorf("parsing %s: %w", key, err)
 		}
-		if key == "VmRSS" {
-			m.RSS = kb << 10
-		} else {
-			m.HWM = kb << 10
-		}
+		*field = kb << 10
 	}
 	if m.RSS == 0 {
 		return Memory{}, fmt.Errorf("no VmRSS")

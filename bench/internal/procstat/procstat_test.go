@@ -48,9 +48,10 @@ func TestParseStatus(t *testing.T) {
 		wantErr bool
 	}{
 		{
-			name:   "both",
-			status: "Name:\tidplane\nVmPeak:\t  900 kB\nVmHWM:\t    4096 kB\nVmRSS:\t    2048 kB\nThreads:\t9\n",
-			want:   Memory{RSS: 2 << 20, HWM: 4 << 20},
+			name: "both",
+			status: "Name:\tidplane\nVmPeak:\t  900 kB\nVmHWM:\t    4096 kB\nVmRSS:\t    2048 kB\n" +
+				"RssAnon:\t    1536 kB\nRssFile:\t     512 kB\nRssShmem:\t       0 kB\nThreads:\t9\n",
+			want: Memory{RSS: 2 << 20, HWM: 4 << 20, Anon: 3 << 19, File: 1 << 19},
 		},
 		{name: "no rss", status: "Name:\tzombie\nThreads:\t1\n", wantErr: true},
 		{name: "garbled", status: "VmRSS:\t lots kB\n", wantErr: true},

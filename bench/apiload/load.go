@@ -14,6 +14,7 @@ import (
 
 	"github.com/idplane/idplane/bench/internal/loadclient"
 	"github.com/idplane/idplane/bench/internal/loadphase"
+	"github.com/idplane/idplane/bench/internal/serverproc"
 )
 
 type client struct {
@@ -163,11 +164,11 @@ func runPhase(ctx context.Context, name string, concurrency int, b loadphase.Bou
 	var serverCPU0 time.Duration
 	if srv != nil {
 		var err error
-		if serverCPU0, err = processCPU(srv.pid()); err != nil {
+		if serverCPU0, err = serverproc.ProcessCPU(srv.pid()); err != nil {
 			return phaseResult{}, err
 		}
 	}
-	clientCPU0 := selfCPU()
+	clientCPU0 := serverproc.SelfCPU()
 
 	r := loadphase.Run(ctx, concurrency, b, op)
 	if err := ctx.Err(); err != nil {
@@ -182,14 +183,14 @@ func runPhase(ctx context.Context, name string, concurrency int, b loadphase.Bou
 		P50Ms:            ms(r.Percentile(50)),
 		P90Ms:            ms(r.Percentile(90)),
 		P99Ms:            ms(r.Percentile(99)),
-		ClientCPUSeconds: (selfCPU() - clientCPU0).Seconds(),
+		ClientCPUSeconds: (serverproc.SelfCPU() - clientCPU0).Seconds(),
 		TimedOut:         r.TimedOut,
 	}
 	if r.FirstError != nil {
 		p.FirstError = firstLine(r.FirstError.Error())
 	}
 	if srv != nil {
-		serverCPU, err := processCPU(srv.pid())
+		serverCPU, err := serverproc.ProcessCPU(srv.pid())
 		if err != nil {
 			return phaseResult{}, err
 		}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/idplane/idplane/bench/internal/loadphase"
+	"github.com/idplane/idplane/bench/internal/serverproc"
 )
 
 type config struct {
@@ -223,11 +224,11 @@ func measure(ctx context.Context, cfg config) (runResult, error) {
 }
 
 func measureLaunched(ctx context.Context, cfg config, srv *server) (runResult, error) {
-	c, err := newClient(srv.kubeconfig, cfg.protobuf)
+	c, err := newClient(srv.Kubeconfig, cfg.protobuf)
 	if err != nil {
 		return runResult{}, err
 	}
-	figures := &serverFigures{StartToReadyMs: ms(srv.startToReady)}
+	figures := &serverFigures{StartToReadyMs: ms(srv.StartToReady)}
 	if figures.IdleRSSBeforeMiB, err = srv.idleRSS(ctx, cfg.idle); err != nil {
 		return runResult{}, err
 	}
@@ -238,11 +239,11 @@ func measureLaunched(ctx context.Context, cfg config, srv *server) (runResult, e
 	if figures.IdleRSSAfterMiB, err = srv.idleRSS(ctx, cfg.idle); err != nil {
 		return runResult{}, err
 	}
-	mem, err := readMemory(srv.pid())
+	mem, err := serverproc.ReadMemory(srv.pid())
 	if err != nil {
 		return runResult{}, err
 	}
-	figures.PeakRSSMiB = mib(mem.hwm)
+	figures.PeakRSSMiB = serverproc.MiB(mem.HWM)
 	return runResult{Server: figures, Phases: phases}, nil
 }
 
@@ -329,8 +330,6 @@ func writeJSON(path string, rep report) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 
 // firstLine keeps error texts in the one-line table and JSON fields readable.
 func firstLine(s string) string {

@@ -54,6 +54,7 @@ type Server struct {
 	StartToReady time.Duration
 
 	cmd     *exec.Cmd
+	dataDir string
 	logPath string
 	exited  chan struct{}
 	waitErr error
@@ -62,7 +63,7 @@ type Server struct {
 // Start starts the binary and returns once /readyz answers 200 to the admin client certificate.
 // The process is killed again when anything fails on the way.
 func Start(ctx context.Context, c Config) (*Server, error) {
-	s := &Server{logPath: c.LogPath, exited: make(chan struct{})}
+	s := &Server{dataDir: c.DataDir, logPath: c.LogPath, exited: make(chan struct{})}
 	if err := s.start(ctx, c); err != nil {
 		if s.cmd != nil && s.cmd.Process != nil {
 			s.cmd.Process.Kill()
@@ -181,6 +182,9 @@ func ready(hc *http.Client, url string) bool {
 
 // PID is the server's process ID.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+// DataDir is the server's --data-dir.
+func (s *Server) DataDir() string { return s.dataDir }
 
 // Exited is closed once the process has exited.
 func (s *Server) Exited() <-chan struct{} { return s.exited }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,8 +40,16 @@ type levelResult struct {
 	ClientCPUPercent float64       `json:"clientCPUPercent"`
 	ClientRSSMiB     float64       `json:"clientRSSMiB"`
 	Errors           []errorCount  `json:"errors,omitempty"`
-	Pass             bool          `json:"pass"`
-	Verdict          string        `json:"verdict"`
+	// SlowSeconds are the seconds of the steady window in which requests took the threshold or
+	// longer, with how many did.
+	SlowSeconds []slowSecond `json:"slowSeconds,omitempty"`
+	// LoadAverage is the machine's one-minute load average at the start and at the end of the
+	// steady window: other work on the machine shows up here.
+	LoadAverage [2]float64 `json:"loadAverage"`
+	// LogDir keeps the servers' logs when -keep-logs is set.
+	LogDir  string `json:"logDir,omitempty"`
+	Pass    bool   `json:"pass"`
+	Verdict string `json:"verdict"`
 }
 
 type phaseFigures struct {
@@ -66,12 +76,23 @@ func runLevel(ctx context.Context, cfg config, nodes int) (levelResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("creating a temporary directory: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	if cfg.keepLogs {
+		res.LogDir = dir
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	c, err := startCluster(ctx, cfg.idplane, cfg.replicas, dir, cfg.startTimeout)
 	if err != nil {
 		return res, err
 	}
 	res, err = measureLevel(ctx, cfg, p, c, res)
+	if cfg.keepLogs {
+		// The data directories are what fills the disk; the logs are what tells a story.
+		for _, s := range c.servers {
+			defer os.RemoveAll(s.DataDir())
+		}
+		defer os.RemoveAll(filepath.Join(dir, "etcd", "members"))
+	}
 	if stopErr := c.stop(); stopErr != nil && err == nil {
 		err = fmt.Errorf("stopping the servers: %w", stopErr)
 	}
@@ -153,6 +174,7 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, res level
 		return res, err
 	}
 	client0 := serverproc.SelfCPU()
+	res.LoadAverage[0] = loadAverage()
 	windowBegin := time.Now()
 	peaks := make([]int64, len(pids))
 	last := make([]int64, len(pids))
@@ -178,6 +200,7 @@ sampling:
 	}
 	rec.setPhase(phaseDone)
 	window := time.Since(windowBegin)
+	res.LoadAverage[1] = loadAverage()
 	cpu1, err := readCPU(pids)
 	if err != nil {
 		return res, err
@@ -197,6 +220,7 @@ sampling:
 	res.Steady.Seconds = window.Seconds()
 	res.Steady.All, res.Steady.Kinds = rec.summary(phaseSteady, window)
 	res.Errors = rec.errorsSeen()
+	res.SlowSeconds = rec.slow(phaseSteady, windowBegin, cfg.threshold)
 	res.Pass, res.Verdict = verdict(res.Steady, cfg.threshold)
 	return res, nil
 }
@@ -277,4 +301,18 @@ func readCPU(pids []int) ([]time.Duration, error) {
 		out[i] = d
 	}
 	return out, nil
+}
+
+// loadAverage is the one-minute load average, or 0 when /proc/loadavg cannot be read.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f, _, _ := strings.Cut(string(b), " ")
+	v, err := strconv.ParseFloat(f, 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }

@@ -54,6 +54,7 @@ type config struct {
 	burst           int
 	threshold       time.Duration
 	keepGoing       bool
+	keepLogs        bool
 	jsonFile        string
 }
 
@@ -140,6 +141,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.burst, "node-burst", 10, "client-go burst of every node (the agent keeps client-go's default 10)")
 	fs.DurationVar(&cfg.threshold, "p99", 100*time.Millisecond, "a level passes when the p99 of every kind of request stays under this")
 	fs.BoolVar(&cfg.keepGoing, "keep-going", false, "run the remaining levels after one fails")
+	fs.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep every level's server and etcd logs in its temporary directory (the data is removed)")
 	fs.StringVar(&cfg.jsonFile, "json", "", "also write every level's figures as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err

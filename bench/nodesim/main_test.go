@@ -323,3 +323,20 @@ func TestVerdict(t *testing.T) {
 		})
 	}
 }
+
+func TestSlowSeconds(t *testing.T) {
+	rec := newRecorder()
+	rec.setPhase(phaseSteady)
+	begin := time.Now()
+	rec.observe("lease update", 5*time.Millisecond, failure{})
+	rec.observe("lease update", 300*time.Millisecond, failure{})
+	rec.observe("token request", 2*time.Second, failure{})
+	rec.observe("pod watch", time.Second, failure{})
+	got := rec.slow(phaseSteady, begin, 100*time.Millisecond)
+	if len(got) != 1 || got[0].Second != 0 || got[0].Requests != 2 || got[0].Kinds["lease update"] != 1 || got[0].Kinds["token request"] != 1 {
+		t.Errorf("slow = %+v, want the two slow requests that are not watches in second 0", got)
+	}
+	if got := rec.slow(phaseSteady, begin, 5*time.Second); len(got) != 0 {
+		t.Errorf("slow above 5 s = %+v, want none", got)
+	}
+}

@@ -96,8 +96,10 @@ type recorder struct {
 
 type kindSamples struct {
 	latencies []time.Duration
-	errors    int
-	firstErr  string
+	// ended holds when each request ended, in the order of latencies.
+	ended    []time.Time
+	errors   int
+	firstErr string
 }
 
 type errorCount struct {
@@ -153,6 +155,7 @@ func (r *recorder) observe(kind string, d time.Duration, failed failure) {
 		kinds[kind] = s
 	}
 	s.latencies = append(s.latencies, d)
+	s.ended = append(s.ended, time.Now())
 	if failed.text != "" {
 		s.errors++
 		if s.firstErr == "" {
@@ -186,6 +189,48 @@ func (r *recorder) errorsSeen() []errorCount {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.firstErrors)
+}
+
+// slowSecond counts the requests, watches aside, slower than a threshold that ended in one second
+// of a phase: stalls that hit many requests at once show up as a few crowded seconds.
+type slowSecond struct {
+	// Second is the offset from the start of the phase.
+	Second   int `json:"second"`
+	Requests int `json:"requests"`
+	// Kinds counts them by kind.
+	Kinds map[string]int `json:"kinds"`
+}
+
+// slow groups the requests of phase that took threshold or longer by the second they ended in,
+// counted from begin.
+func (r *recorder) slow(phase string, begin time.Time, threshold time.Duration) []slowSecond {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	bySecond := map[int]*slowSecond{}
+	for kind, s := range r.byPhase[phase] {
+		if strings.HasSuffix(kind, kindWatchSuffix) {
+			continue
+		}
+		for i, d := range s.latencies {
+			if d < threshold {
+				continue
+			}
+			sec := int(s.ended[i].Sub(begin) / time.Second)
+			b := bySecond[sec]
+			if b == nil {
+				b = &slowSecond{Second: sec, Kinds: map[string]int{}}
+				bySecond[sec] = b
+			}
+			b.Requests++
+			b.Kinds[kind]++
+		}
+	}
+	var out []slowSecond
+	for _, b := range bySecond {
+		out = append(out, *b)
+	}
+	slices.SortFunc(out, func(a, b slowSecond) int { return a.Second - b.Second })
+	return out
 }
 
 // kindFigures summarises one kind of request in one phase.

@@ -52,6 +52,13 @@ func printLevel(w io.Writer, r levelResult) {
 		fmt.Fprintf(tw, "nodesim (client)\t\t%.0f\t\t%.0f\t\n", r.ClientRSSMiB, r.ClientCPUPercent)
 		tw.Flush()
 	}
+	fmt.Fprintf(w, "machine load average (1 min): %.2f at the start of the window, %.2f at its end\n", r.LoadAverage[0], r.LoadAverage[1])
+	for _, s := range r.SlowSeconds {
+		fmt.Fprintf(w, "slow requests in second %d of the window: %d %v\n", s.Second, s.Requests, s.Kinds)
+	}
+	if r.LogDir != "" {
+		fmt.Fprintf(w, "logs: %s\n", r.LogDir)
+	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "error (%d×): %s\n", e.Count, e.Message)
 	}

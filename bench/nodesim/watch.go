@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	mathrand "math/rand/v2"
+	"regexp"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,8 @@ const (
 	minWatchTimeout = 5 * time.Minute
 	watchRetryDelay = time.Second
 )
+
+var digits = regexp.MustCompile(`[0-9]+`)
 
 // lister and watcher are one resource's List and Watch, scoped and field-selected by the caller.
 type (
@@ -115,7 +118,8 @@ func consume(ctx context.Context, wi watch.Interface, rv string, rec *recorder, 
 				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 					return ""
 				}
-				rec.noteError(fmt.Errorf("watch error event: %w", err))
+				// Messages name resource versions; without the numbers alike errors group together.
+				rec.noteError(fmt.Errorf("watch error event: %s", digits.ReplaceAllString(err.Error(), "N")))
 				return rv
 			}
 			m, err := meta.Accessor(ev.Object)

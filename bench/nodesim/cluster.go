@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/idplane/idplane/bench/internal/launch"
+	"github.com/idplane/idplane/bench/internal/loadclient"
+	"github.com/idplane/idplane/internal/pki"
+	"github.com/idplane/idplane/internal/testing/etcdcluster"
+)
+
+// replicaIssuer is the one service-account issuer replicas share, so that a token one of them
+// issues is valid at the others.
+const replicaIssuer = "https://nodesim.idplane.invalid"
+
+// cluster is one level's API: a single server on its embedded etcd, or replicas on a
+// three-member etcd cluster (one process per member, this binary run again).
+type cluster struct {
+	dir     string
+	etcd    *etcdcluster.Cluster
+	servers []*launch.Server
+	// hosts are the servers' URLs, in server order.
+	hosts []string
+	ca    *pki.CA
+	caPEM []byte
+	admin kubernetes.Interface
+}
+
+// startCluster starts replicas servers (1 on the embedded etcd, more on an etcd cluster) in
+// fresh directories under dir.
+func startCluster(ctx context.Context, binary string, replicas int, dir string, timeout time.Duration) (*cluster, error) {
+	c := &cluster{dir: dir}
+	if err := c.start(ctx, binary, replicas, timeout); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) start(ctx context.Context, binary string, replicas int, timeout time.Duration) error {
+	var args []string
+	if replicas > 1 {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		var err error
+		if c.etcd, err = etcdcluster.Start(ctx, filepath.Join(c.dir, "etcd")); err != nil {
+			return fmt.Errorf("starting the etcd cluster: %w", err)
+		}
+		args = []string{
+			"--etcd-servers", strings.Join(c.etcd.Endpoints(), ","),
+			"--etcd-cafile", c.etcd.CAFile, "--etcd-certfile", c.etcd.ClientCertFile, "--etcd-keyfile", c.etcd.ClientKeyFile,
+			"--service-account-issuer", replicaIssuer,
+		}
+	}
+	for i := range replicas {
+		dir := filepath.Join(c.dir, "server-"+strconv.Itoa(i))
+		if i > 0 {
+			// Replicas share the first one's pki/: CA, service-account key, encryption config.
+			if err := copyFiles(filepath.Join(serverDataDir(c.dir, 0), "pki"), filepath.Join(dir, "data", "pki")); err != nil {
+				return err
+			}
+		} else if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", dir, err)
+		}
+		srv, err := launch.LaunchServer(ctx, launch.ServerOptions{
+			Binary: binary, Dir: dir, Args: args, Timeout: timeout, Tool: "idplane-nodesim",
+		})
+		if err != nil {
+			return fmt.Errorf("starting server %d: %w", i, err)
+		}
+		c.servers = append(c.servers, srv)
+		cfg, err := loadclient.RESTConfig(srv.Kubeconfig, "idplane-nodesim")
+		if err != nil {
+			return err
+		}
+		c.hosts = append(c.hosts, cfg.Host)
+		if i == 0 {
+			if c.admin, err = kubernetes.NewForConfig(cfg); err != nil {
+				return fmt.Errorf("building the admin client: %w", err)
+			}
+		}
+	}
+	var err error
+	if c.ca, err = loadCA(serverDataDir(c.dir, 0)); err != nil {
+		return err
+	}
+	c.caPEM = c.ca.CertPEM
+	return nil
+}
+
+// serverDataDir is server i's --data-dir: launch keeps it in data/ of the server's directory.
+func serverDataDir(dir string, i int) string {
+	return filepath.Join(dir, "server-"+strconv.Itoa(i), "data")
+}
+
+// stop stops the servers, then the etcd members; it returns the servers' errors.
+func (c *cluster) stop() error {
+	var errs []error
+	for i, s := range c.servers {
+		if _, err := s.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("server %d: %w", i, err))
+		}
+	}
+	if c.etcd != nil {
+		c.etcd.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// processes are the PIDs whose memory and CPU the figures report: the servers, then the etcd
+// members (none for a single server, whose etcd runs inside it).
+func (c *cluster) processes() (servers, etcd []int, err error) {
+	for _, s := range c.servers {
+		servers = append(servers, s.PID())
+	}
+	if c.etcd != nil {
+		if etcd, err = etcdMemberPIDs(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return servers, etcd, nil
+}
+
+// etcdMemberPIDs finds the etcd members among this process's children: they run this binary.
+func etcdMemberPIDs() ([]int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this binary: %w", err)
+	}
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == self {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, nil
+}
+
+// copyFiles copies the regular files of src into dst, keeping their modes.
+func copyFiles(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", src, err)
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, info.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
+}

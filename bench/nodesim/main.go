@@ -1,0 +1,221 @@
+// Command nodesim measures how many nodes and pods idplane sustains: for each level it starts a
+// fresh API (one server, or three replicas on a three-member etcd cluster), creates the level's
+// pods as the admin, then runs that many simulated node agents against it. Each simulated node
+// authenticates with its own client certificate and makes the requests the idplane agent makes:
+// it registers its Node, renews its Lease, checks its status, watches its pods and, one watch per
+// object, the secrets and configmaps they mount, requests their service-account tokens and
+// refreshes them, and reports their CredentialsReady condition. Once every node is ready it
+// measures a steady window: request latency by kind at the client, requests per second, errors,
+// and the memory and CPU of every server process. A level passes when the p99 latency of every
+// kind of request stays under the threshold without errors.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/idplane/idplane/bench/internal/loadphase"
+	"github.com/idplane/idplane/internal/testing/etcdcluster"
+)
+
+type config struct {
+	idplane         string
+	replicas        int
+	levels          []int
+	podsPerNode     int
+	namespaces      int
+	serviceAccounts int
+	sharedObjects   int
+	payload         int
+	tokenExpiration int64
+	duration        time.Duration
+	ramp            time.Duration
+	settle          time.Duration
+	readyTimeout    time.Duration
+	setupTimeout    time.Duration
+	startTimeout    time.Duration
+	requestTimeout  time.Duration
+	getInterval     time.Duration
+	leaseDuration   time.Duration
+	statusReport    time.Duration
+	spread          bool
+	qps             float64
+	burst           int
+	threshold       time.Duration
+	keepGoing       bool
+	keepLogs        bool
+	jsonFile        string
+}
+
+func main() {
+	// The etcd cluster of the replica runs starts its members by running this binary again.
+	etcdcluster.RunMemberIfChild()
+	os.Exit(realMain())
+}
+
+func realMain() int {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "nodesim:", err)
+		return 2
+	}
+	// client-go logs the simulated nodes' own rate limiting and every ended watch; the figures
+	// and the error list say what matters.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var results []levelResult
+	failed := false
+	for _, nodes := range cfg.levels {
+		fmt.Fprintf(os.Stderr, "nodesim: %d replica(s), %d nodes, %d pods\n", cfg.replicas, nodes, nodes*cfg.podsPerNode)
+		r, err := runLevel(ctx, cfg, nodes)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "nodesim: level of %d nodes: %v\n", nodes, err)
+			return 1
+		}
+		printLevel(os.Stdout, r)
+		results = append(results, r)
+		if !r.Pass {
+			failed = true
+			if !cfg.keepGoing {
+				break
+			}
+		}
+	}
+	fmt.Println()
+	printSummary(os.Stdout, results, cfg.threshold)
+	if cfg.jsonFile != "" {
+		if err := writeJSON(cfg.jsonFile, report{Config: describe(cfg), Levels: results}); err != nil {
+			fmt.Fprintln(os.Stderr, "nodesim:", err)
+			return 1
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string) (config, error) {
+	var cfg config
+	var levels string
+	var qps float64
+	fs := flag.NewFlagSet("nodesim", flag.ContinueOnError)
+	fs.StringVar(&cfg.idplane, "idplane", "", "idplane binary to launch (required); every level gets fresh servers and data")
+	fs.IntVar(&cfg.replicas, "replicas", 1, "1: one server on its embedded etcd; 3: three replicas on a three-member etcd cluster")
+	fs.StringVar(&levels, "nodes", "50,100,200", "comma-separated numbers of simulated nodes, one level each")
+	fs.IntVar(&cfg.podsPerNode, "pods-per-node", 10, "pods bound to every node")
+	fs.IntVar(&cfg.namespaces, "namespaces", 10, "namespaces the pods are spread over")
+	fs.IntVar(&cfg.serviceAccounts, "service-accounts", 5, "service accounts per namespace the pods run as")
+	fs.IntVar(&cfg.sharedObjects, "shared-objects", 0, "when > 0, the pods of a namespace share this many secrets and configmaps; 0 gives every pod its own")
+	fs.IntVar(&cfg.payload, "payload-bytes", 256, "size of every secret's and configmap's value")
+	fs.Int64Var(&cfg.tokenExpiration, "token-expiration", 600, "expirationSeconds of a projected token every pod carries besides kube-api-access; 0 leaves it out")
+	fs.DurationVar(&cfg.duration, "duration", time.Minute, "length of the steady window of every level")
+	fs.DurationVar(&cfg.ramp, "ramp", 20*time.Second, "the nodes start evenly spread over this time")
+	fs.DurationVar(&cfg.settle, "settle", 5*time.Second, "wait between the last node turning ready and the steady window")
+	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", 5*time.Minute, "a level fails when its nodes are not all ready by then")
+	fs.DurationVar(&cfg.setupTimeout, "setup-timeout", 10*time.Minute, "bound of creating a level's objects")
+	fs.DurationVar(&cfg.startTimeout, "start-timeout", 2*time.Minute, "bound of starting the servers (and etcd members)")
+	fs.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "bound of every request of a simulated node but watches")
+	fs.DurationVar(&cfg.getInterval, "get-interval", 30*time.Second, "every node GETs one of its secrets this often besides watching it; 0 never")
+	fs.DurationVar(&cfg.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; renewed every quarter of it (the agent's default)")
+	fs.DurationVar(&cfg.statusReport, "status-report", 5*time.Minute, "a node's status is written this often when unchanged (read every 10 s, as the agent does)")
+	fs.BoolVar(&cfg.spread, "spread", true, "start every periodic task at a random point of its period, as in a cluster that has been running; false makes every refresh fall due a whole period after start")
+	fs.Float64Var(&qps, "node-qps", 100, "client-go rate limit of every node (the agent's pods client: 100)")
+	fs.IntVar(&cfg.burst, "node-burst", 200, "client-go burst of every node (the agent's pods client: 200)")
+	fs.DurationVar(&cfg.threshold, "p99", 100*time.Millisecond, "a level passes when the p99 of every kind of request stays under this")
+	fs.BoolVar(&cfg.keepGoing, "keep-going", false, "run the remaining levels after one fails")
+	fs.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep every level's server and etcd logs in its temporary directory (the data is removed)")
+	fs.StringVar(&cfg.jsonFile, "json", "", "also write every level's figures as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	cfg.qps = qps
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if cfg.idplane == "" {
+		errs = append(errs, errors.New("-idplane is required"))
+	}
+	if cfg.replicas != 1 && cfg.replicas != 3 {
+		errs = append(errs, fmt.Errorf("-replicas %d: only 1 or 3", cfg.replicas))
+	}
+	var err error
+	if cfg.levels, err = loadphase.ParseLevels(levels); err != nil {
+		errs = append(errs, fmt.Errorf("-nodes: %w", err))
+	}
+	for name, v := range map[string]int{"-pods-per-node": cfg.podsPerNode, "-namespaces": cfg.namespaces, "-service-accounts": cfg.serviceAccounts, "-node-burst": cfg.burst} {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1", name))
+		}
+	}
+	if cfg.sharedObjects < 0 || cfg.payload < 0 {
+		errs = append(errs, errors.New("-shared-objects and -payload-bytes must not be negative"))
+	}
+	if cfg.tokenExpiration != 0 && (cfg.tokenExpiration < 600 || cfg.tokenExpiration > math.MaxUint32) {
+		errs = append(errs, fmt.Errorf("-token-expiration %d: the API takes 600 s to 2^32 s, or 0 for no extra token", cfg.tokenExpiration))
+	}
+	for name, d := range map[string]time.Duration{
+		"-duration": cfg.duration, "-ready-timeout": cfg.readyTimeout, "-setup-timeout": cfg.setupTimeout,
+		"-start-timeout": cfg.startTimeout, "-request-timeout": cfg.requestTimeout, "-status-report": cfg.statusReport, "-p99": cfg.threshold,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	if cfg.ramp < 0 || cfg.settle < 0 || cfg.getInterval < 0 {
+		errs = append(errs, errors.New("-ramp, -settle and -get-interval must not be negative"))
+	}
+	if cfg.leaseDuration < 4*time.Second {
+		errs = append(errs, fmt.Errorf("-lease-duration %s: at least 4s, renewed every quarter", cfg.leaseDuration))
+	}
+	if cfg.qps <= 0 {
+		errs = append(errs, errors.New("-node-qps must be positive"))
+	}
+	return cfg, errors.Join(errs...)
+}
+
+func (c config) plan(nodes int) plan {
+	return plan{
+		nodes: nodes, podsPerNode: c.podsPerNode, namespaces: c.namespaces, serviceAccounts: c.serviceAccounts,
+		sharedObjects: c.sharedObjects, tokenExpiration: c.tokenExpiration,
+	}
+}
+
+func (c config) nodeConfig() nodeConfig {
+	return nodeConfig{
+		leaseDuration: c.leaseDuration, statusReport: c.statusReport,
+		getInterval: c.getInterval, spread: c.spread, requestTimeout: c.requestTimeout,
+	}
+}
+
+// describe is the configuration as the JSON report records it.
+func describe(c config) map[string]string {
+	return map[string]string{
+		"idplane": c.idplane, "replicas": fmt.Sprint(c.replicas), "podsPerNode": fmt.Sprint(c.podsPerNode),
+		"namespaces": fmt.Sprint(c.namespaces), "serviceAccounts": fmt.Sprint(c.serviceAccounts),
+		"sharedObjects": fmt.Sprint(c.sharedObjects), "payloadBytes": fmt.Sprint(c.payload),
+		"tokenExpiration": fmt.Sprint(c.tokenExpiration), "duration": c.duration.String(), "ramp": c.ramp.String(),
+		"getInterval": c.getInterval.String(), "leaseDuration": c.leaseDuration.String(),
+		"statusReport": c.statusReport.String(), "spread": fmt.Sprint(c.spread),
+		"nodeQPS": fmt.Sprint(c.qps), "nodeBurst": fmt.Sprint(c.burst), "p99Threshold": c.threshold.String(),
+		"levels": strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.levels)), ","), "[]"),
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report is the JSON file: the configuration and every level's figures.
+type report struct {
+	Config map[string]string `json:"config"`
+	Levels []levelResult     `json:"levels"`
+}
+
+// summaryKinds are the request kinds the summary table shows one by one.
+var summaryKinds = []string{"lease update", "node status", "token request", "secret get"}
+
+func printLevel(w io.Writer, r levelResult) {
+	fmt.Fprintf(w, "== %d replica(s), %d nodes, %d pods, %d watches: setup %d objects in %.1f s, %d/%d nodes ready after %.1f s\n",
+		r.Replicas, r.Nodes, r.Pods, r.Watches, r.Setup.Objects, r.Setup.Seconds, r.Ready, r.Nodes, r.StartupSeconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "phase\tkind\trequests\terrors\treq/s\tp50 ms\tp99 ms\tmax ms\t\n")
+	for _, ph := range []struct {
+		name string
+		f    phaseFigures
+	}{{phaseStartup, r.Startup}, {phaseSteady, r.Steady}} {
+		for _, k := range append(ph.f.Kinds, ph.f.All) {
+			if k.Requests == 0 && k.Kind == "all" && ph.f.Seconds == 0 {
+				continue
+			}
+			kind := k.Kind
+			if k.Watch {
+				kind += " (to headers)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.1f\t\n", ph.name, kind, k.Requests, k.Errors, k.RPS, k.P50Ms, k.P99Ms, k.MaxMs)
+		}
+	}
+	tw.Flush()
+	if len(r.Servers) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "process\tidle RSS MiB (objects only)\tRSS MiB (end)\tpeak RSS MiB\tCPU %% of a core\t\n")
+		for i, p := range r.Servers {
+			fmt.Fprintf(tw, "server %d\t%.0f\t%.0f\t%.0f\t%.0f\t\n", i, p.IdleRSSMiB, p.RSSMiB, p.PeakRSSMiB, p.CPUPercent)
+		}
+		for i, p := range r.Etcd {
+			fmt.Fprintf(tw, "etcd %d\t%.0f\t%.0f\t%.0f\t%.0f\t\n", i, p.IdleRSSMiB, p.RSSMiB, p.PeakRSSMiB, p.CPUPercent)
+		}
+		fmt.Fprintf(tw, "nodesim (client)\t\t%.0f\t\t%.0f\t\n", r.ClientRSSMiB, r.ClientCPUPercent)
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "machine load average (1 min): %.2f at the start of the window, %.2f at its end\n", r.LoadAverage[0], r.LoadAverage[1])
+	for _, s := range r.SlowSeconds {
+		fmt.Fprintf(w, "slow requests in second %d of the window: %d %v\n", s.Second, s.Requests, s.Kinds)
+	}
+	if r.LogDir != "" {
+		fmt.Fprintf(w, "logs: %s\n", r.LogDir)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "error (%d×): %s\n", e.Count, e.Message)
+	}
+	verdict := "FAIL"
+	if r.Pass {
+		verdict = "PASS"
+	}
+	fmt.Fprintf(w, "%s: %s\n\n", verdict, r.Verdict)
+}
+
+func printSummary(w io.Writer, results []levelResult, threshold time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := []string{"replicas", "nodes", "pods", "watches", "req/s", "p50 ms", "p99 ms"}
+	for _, k := range summaryKinds {
+		header = append(header, k+" p50/p99")
+	}
+	header = append(header, "server RSS MiB", "etcd RSS MiB", "server CPU %", "client CPU %", fmt.Sprintf("p99 < %s", threshold))
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, r := range results {
+		row := []string{fmt.Sprint(r.Replicas), fmt.Sprint(r.Nodes), fmt.Sprint(r.Pods), fmt.Sprint(r.Watches),
+			fmt.Sprintf("%.0f", r.Steady.All.RPS), fmt.Sprintf("%.1f", r.Steady.All.P50Ms), fmt.Sprintf("%.1f", r.Steady.All.P99Ms)}
+		for _, name := range summaryKinds {
+			cell := "-"
+			for _, k := range r.Steady.Kinds {
+				if k.Kind == name {
+					cell = fmt.Sprintf("%.1f/%.1f", k.P50Ms, k.P99Ms)
+				}
+			}
+			row = append(row, cell)
+		}
+		row = append(row, joinFigures(r.Servers, func(p procFigures) float64 { return p.RSSMiB }),
+			joinFigures(r.Etcd, func(p procFigures) float64 { return p.RSSMiB }),
+			joinFigures(r.Servers, func(p procFigures) float64 { return p.CPUPercent }),
+			fmt.Sprintf("%.0f", r.ClientCPUPercent))
+		verdict := "no"
+		if r.Pass {
+			verdict = "yes"
+		}
+		row = append(row, verdict)
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+// joinFigures shows one figure per process, slash-separated; "-" for none.
+func joinFigures(procs []procFigures, f func(procFigures) float64) string {
+	if len(procs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(procs))
+	for i, p := range procs {
+		parts[i] = fmt.Sprintf("%.0f", f(p))
+	}
+	return strings.Join(parts, "/")
+}
+
+func writeJSON(path string, rep report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding JSON report: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing JSON report: %w", err)
+	}
+	return nil
+}

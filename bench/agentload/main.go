@@ -9,20 +9,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/idplane/idplane/bench/internal/loadphase"
+	"github.com/idplane/idplane/bench/internal/toolmain"
 )
 
 // defaultTokenSeconds is the lifetime of the token in the kube-api-access volume the
@@ -138,64 +136,30 @@ type report struct {
 	Median       runResult   `json:"median"`
 }
 
-func main() {
-	os.Exit(realMain())
-}
+func main() { toolmain.Main("agentload", parseFlags, run) }
 
-func realMain() int {
-	cfg, err := parseFlags(os.Args[1:])
+func run(ctx context.Context, cfg config) error {
+	runs, med, err := toolmain.Repeat(ctx, "agentload", cfg.runs, os.Stdout,
+		func(ctx context.Context) (runResult, error) { return measure(ctx, cfg) }, medianRun, printRun)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "agentload:", err)
-		return 2
+		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	var runs []runResult
-	for i := range cfg.runs {
-		fmt.Fprintf(os.Stderr, "agentload: run %d/%d\n", i+1, cfg.runs)
-		r, err := measure(ctx, cfg)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "agentload: run %d: %v\n", i+1, err)
-			return 1
-		}
-		runs = append(runs, r)
-		if cfg.runs > 1 {
-			fmt.Printf("== run %d/%d\n", i+1, cfg.runs)
-			printRun(os.Stdout, r)
-			fmt.Println()
-		}
-	}
-	med := medianRun(runs)
-	if cfg.runs > 1 {
-		fmt.Printf("== median of %d runs\n", cfg.runs)
-	}
-	printRun(os.Stdout, med)
-
 	if cfg.jsonFile != "" {
 		rep := report{
 			Binary: cfg.idplane, Pods: cfg.pods, Namespaces: cfg.namespaces, Rate: cfg.rate,
 			TokenSeconds: int(cfg.lifetime().Seconds()), Runs: runs, Median: med,
 		}
-		if err := writeJSON(cfg.jsonFile, rep); err != nil {
-			fmt.Fprintln(os.Stderr, "agentload:", err)
-			return 1
+		if err := toolmain.WriteJSON(cfg.jsonFile, rep); err != nil {
+			return err
 		}
 	}
-	failed := false
+	var errs []error
 	for i, r := range runs {
 		if r.Ramp.Errors > 0 {
-			fmt.Fprintf(os.Stderr, "agentload: run %d: %d pods without a token file; first: %s\n", i+1, r.Ramp.Errors, r.Ramp.FirstError)
-			failed = true
+			errs = append(errs, fmt.Errorf("run %d: %d pods without a token file; first: %s", i+1, r.Ramp.Errors, r.Ramp.FirstError))
 		}
 	}
-	if failed {
-		return 1
-	}
-	return 0
+	return errors.Join(errs...)
 }
 
 func parseFlags(args []string) (config, error) {
@@ -347,17 +311,6 @@ func printRun(w io.Writer, r runResult) {
 		fmt.Fprintf(tw, "%s\t%.2f\n", k, s.ByKindPerMinute[k])
 	}
 	tw.Flush()
-}
-
-func writeJSON(path string, rep report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding JSON report: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing JSON report: %w", err)
-	}
-	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

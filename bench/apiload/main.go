@@ -9,21 +9,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/idplane/idplane/bench/internal/loadphase"
 	"github.com/idplane/idplane/bench/internal/procstat"
+	"github.com/idplane/idplane/bench/internal/toolmain"
 )
 
 type config struct {
@@ -85,67 +83,33 @@ type report struct {
 	Median      runResult   `json:"median"`
 }
 
-func main() {
-	os.Exit(realMain())
-}
+func main() { toolmain.Main("apiload", parseFlags, run) }
 
-func realMain() int {
-	cfg, err := parseFlags(os.Args[1:])
+func run(ctx context.Context, cfg config) error {
+	runs, med, err := toolmain.Repeat(ctx, "apiload", cfg.runs, os.Stdout,
+		func(ctx context.Context) (runResult, error) { return measure(ctx, cfg) }, medianRun, printRun)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "apiload:", err)
-		return 2
+		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	var runs []runResult
-	for i := range cfg.runs {
-		fmt.Fprintf(os.Stderr, "apiload: run %d/%d\n", i+1, cfg.runs)
-		r, err := measure(ctx, cfg)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "apiload: run %d: %v\n", i+1, err)
-			return 1
-		}
-		runs = append(runs, r)
-		if cfg.runs > 1 {
-			fmt.Printf("== run %d/%d\n", i+1, cfg.runs)
-			printRun(os.Stdout, r)
-			fmt.Println()
-		}
-	}
-	med := medianRun(runs)
-	if cfg.runs > 1 {
-		fmt.Printf("== median of %d runs\n", cfg.runs)
-	}
-	printRun(os.Stdout, med)
-
 	if cfg.jsonFile != "" {
 		target := cfg.kubeconfig
 		if cfg.idplane != "" {
 			target = cfg.idplane
 		}
 		rep := report{Target: target, Secrets: cfg.secrets, Concurrency: cfg.concurrency, Runs: runs, Median: med}
-		if err := writeJSON(cfg.jsonFile, rep); err != nil {
-			fmt.Fprintln(os.Stderr, "apiload:", err)
-			return 1
+		if err := toolmain.WriteJSON(cfg.jsonFile, rep); err != nil {
+			return err
 		}
 	}
-	failed := false
+	var errs []error
 	for _, r := range runs {
 		for _, p := range r.Phases {
 			if p.Errors > 0 || p.TimedOut {
-				fmt.Fprintf(os.Stderr, "apiload: phase %s had %d errors (timed out: %t); first: %s\n", p.Name, p.Errors, p.TimedOut, p.FirstError)
-				failed = true
+				errs = append(errs, fmt.Errorf("phase %s had %d errors (timed out: %t); first: %s", p.Name, p.Errors, p.TimedOut, p.FirstError))
 			}
 		}
 	}
-	if failed {
-		return 1
-	}
-	return 0
+	return errors.Join(errs...)
 }
 
 func parseFlags(args []string) (config, error) {
@@ -316,17 +280,6 @@ func printRun(w io.Writer, r runResult) {
 			name, p.Requests, p.Errors, p.Seconds, p.RPS, p.P50Ms, p.P90Ms, p.P99Ms, serverCPU, p.ClientCPUSeconds)
 	}
 	tw.Flush()
-}
-
-func writeJSON(path string, rep report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding JSON report: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing JSON report: %w", err)
-	}
-	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

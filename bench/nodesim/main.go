@@ -18,14 +18,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/idplane/idplane/bench/internal/loadphase"
+	"github.com/idplane/idplane/bench/internal/toolmain"
 	"github.com/idplane/idplane/internal/testing/etcdcluster"
 )
 
@@ -61,24 +60,14 @@ type config struct {
 func main() {
 	// The etcd cluster of the replica runs starts its members by running this binary again.
 	etcdcluster.RunMemberIfChild()
-	os.Exit(realMain())
+	toolmain.Main("nodesim", parseFlags, run)
 }
 
-func realMain() int {
-	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "nodesim:", err)
-		return 2
-	}
+func run(ctx context.Context, cfg config) error {
 	// client-go logs the simulated nodes' own rate limiting and every ended watch; the figures
 	// and the error list say what matters.
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	var results []levelResult
 	failed := false
@@ -86,8 +75,7 @@ func realMain() int {
 		fmt.Fprintf(os.Stderr, "nodesim: %d replica(s), %d nodes, %d pods\n", cfg.replicas, nodes, nodes*cfg.podsPerNode)
 		r, err := runLevel(ctx, cfg, nodes)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "nodesim: level of %d nodes: %v\n", nodes, err)
-			return 1
+			return fmt.Errorf("level of %d nodes: %w", nodes, err)
 		}
 		printLevel(os.Stdout, r)
 		results = append(results, r)
@@ -101,15 +89,14 @@ func realMain() int {
 	fmt.Println()
 	printSummary(os.Stdout, results, cfg.threshold)
 	if cfg.jsonFile != "" {
-		if err := writeJSON(cfg.jsonFile, report{Config: describe(cfg), Levels: results}); err != nil {
-			fmt.Fprintln(os.Stderr, "nodesim:", err)
-			return 1
+		if err := toolmain.WriteJSON(cfg.jsonFile, report{Config: describe(cfg), Levels: results}); err != nil {
+			return err
 		}
 	}
 	if failed {
-		return 1
+		return fmt.Errorf("a level's p99 reached %s", cfg.threshold)
 	}
-	return 0
+	return nil
 }
 
 func parseFlags(args []string) (config, error) {
@@ -135,7 +122,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "bound of every request of a simulated node but watches")
 	fs.DurationVar(&cfg.getInterval, "get-interval", 30*time.Second, "every node GETs one of its secrets this often besides watching it; 0 never")
 	fs.DurationVar(&cfg.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; renewed every quarter of it (the agent's default)")
-	fs.DurationVar(&cfg.statusReport, "status-report", 5*time.Minute, "a node's status is written this often when unchanged (read every 10 s, as the agent does)")
+	fs.DurationVar(&cfg.statusReport, "status-report", 5*time.Minute, "a node's status is written this often when unchanged (the agent reads nothing in between)")
 	fs.BoolVar(&cfg.spread, "spread", true, "start every periodic task at a random point of its period, as in a cluster that has been running; false makes every refresh fall due a whole period after start")
 	fs.Float64Var(&qps, "node-qps", 100, "client-go rate limit of every node (the agent's pods client: 100)")
 	fs.IntVar(&cfg.burst, "node-burst", 200, "client-go burst of every node (the agent's pods client: 200)")

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -113,15 +111,4 @@ func joinFigures(procs []procFigures, f func(procFigures) float64) string {
 		parts[i] = fmt.Sprintf("%.0f", f(p))
 	}
 	return strings.Join(parts, "/")
-}
-
-func writeJSON(path string, rep report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding JSON report: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing JSON report: %w", err)
-	}
-	return nil
 }

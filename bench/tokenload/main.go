@@ -16,9 +16,7 @@ import (
 	"io"
 	mathrand "math/rand/v2"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -29,6 +27,7 @@ import (
 
 	"github.com/idplane/idplane/bench/internal/loadclient"
 	"github.com/idplane/idplane/bench/internal/loadphase"
+	"github.com/idplane/idplane/bench/internal/toolmain"
 )
 
 const serviceAccountName = "tokenload"
@@ -43,28 +42,7 @@ type config struct {
 }
 
 func main() {
-	os.Exit(realMain())
-}
-
-func realMain() int {
-	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "tokenload:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg, os.Stdout); err != nil {
-		// One line per failed phase, each prefixed like any other message of the tool.
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintln(os.Stderr, "tokenload:", line)
-		}
-		return 1
-	}
-	return 0
+	toolmain.Main("tokenload", parseFlags, func(ctx context.Context, cfg config) error { return run(ctx, cfg, os.Stdout) })
 }
 
 func parseFlags(args []string) (config, error) {

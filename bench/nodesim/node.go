@@ -16,11 +16,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/idplane/idplane/internal/agent/objects"
 )
 
 const (
@@ -94,18 +96,9 @@ func (n *simNode) run(ctx context.Context, ready func()) {
 	wg.Go(func() { n.statusLoop(ctx) })
 
 	onNode := fields.OneTermEqualSelector("spec.nodeName", n.name).String()
-	pods := n.cs.CoreV1().Pods(metav1.NamespaceAll)
 	synced := make(chan struct{})
 	wg.Go(func() {
-		watchLoop(ctx,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.FieldSelector = onNode
-				return pods.List(ctx, o)
-			},
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = onNode
-				return pods.Watch(ctx, o)
-			},
+		watchLoop(ctx, objects.ListWatch(n.cs.CoreV1().Pods(metav1.NamespaceAll), onNode),
 			n.rec, synced, func(ev watch.Event) {
 				if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
 					n.addPod(ctx, pod)
@@ -378,32 +371,15 @@ func (n *simNode) watch(ctx context.Context, r objectRef) <-chan struct{} {
 	synced := make(chan struct{})
 	n.watches[r] = synced
 	byName := fields.OneTermEqualSelector("metadata.name", r.name).String()
-	var list lister
-	var w watcher
+	var lw *cache.ListWatch
 	if r.secret {
 		n.secrets = append(n.secrets, r)
-		api := n.cs.CoreV1().Secrets(r.namespace)
-		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return api.List(ctx, o)
-		}
-		w = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return api.Watch(ctx, o)
-		}
+		lw = objects.ListWatch(n.cs.CoreV1().Secrets(r.namespace), byName)
 	} else {
-		api := n.cs.CoreV1().ConfigMaps(r.namespace)
-		list = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return api.List(ctx, o)
-		}
-		w = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return api.Watch(ctx, o)
-		}
+		lw = objects.ListWatch(n.cs.CoreV1().ConfigMaps(r.namespace), byName)
 	}
 	// The agent writes volumes from what the watch delivers; the simulation only needs to read it.
-	go watchLoop(ctx, list, w, n.rec, synced, func(watch.Event) {})
+	go watchLoop(ctx, lw, n.rec, synced, func(watch.Event) {})
 	return synced
 }
 

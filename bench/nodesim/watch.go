@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -23,12 +23,6 @@ const (
 
 var digits = regexp.MustCompile(`[0-9]+`)
 
-// lister and watcher are one resource's List and Watch, scoped and field-selected by the caller.
-type (
-	lister  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error)
-	watcher func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
-)
-
 // watchLoop keeps one watch open the way client-go's reflector does with WatchListClient on (the
 // default since client-go 1.35, so what the agent's informers do): a watch with
 // sendInitialEvents=true streams the current objects and a bookmark marks the end of them; later
@@ -36,7 +30,7 @@ type (
 // refuses the streaming form, it falls back to a list and a watch, as the reflector does. It
 // reports every event to handle and closes synced once the initial state is in. Only the
 // simulated node's context ends it; failures are noted and retried.
-func watchLoop(ctx context.Context, list lister, w watcher, rec *recorder, synced chan<- struct{}, handle func(watch.Event)) {
+func watchLoop(ctx context.Context, lw *cache.ListWatch, rec *recorder, synced chan<- struct{}, handle func(watch.Event)) {
 	rv := ""
 	streaming := true
 	initial := true
@@ -54,7 +48,7 @@ func watchLoop(ctx context.Context, list lister, w watcher, rec *recorder, synce
 		}
 		if rv == "" {
 			if !streaming {
-				got, err := list(ctx, metav1.ListOptions{ResourceVersion: "0"})
+				got, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
 				if err != nil {
 					if !pause(ctx, watchRetryDelay) {
 						return
@@ -78,7 +72,7 @@ func watchLoop(ctx context.Context, list lister, w watcher, rec *recorder, synce
 				opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 			}
 		}
-		wi, err := w(ctx, opts)
+		wi, err := lw.WatchWithContext(ctx, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

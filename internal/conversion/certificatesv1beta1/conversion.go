@@ -5,45 +5,23 @@ package certificatesv1beta1
 import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
-	"k8s.io/apimachinery/pkg/conversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/idplane/idplane/internal/conversion"
 )
 
 // AddToScheme registers the conversions in both directions, for objects and lists.
 func AddToScheme(s *runtime.Scheme) error {
-	for _, err := range []error{
-		s.AddConversionFunc((*certificatesv1beta1.CertificateSigningRequest)(nil), (*certificatesv1.CertificateSigningRequest)(nil), func(a, b any, _ conversion.Scope) error {
-			ToV1(a.(*certificatesv1beta1.CertificateSigningRequest), b.(*certificatesv1.CertificateSigningRequest))
-			return nil
-		}),
-		s.AddConversionFunc((*certificatesv1.CertificateSigningRequest)(nil), (*certificatesv1beta1.CertificateSigningRequest)(nil), func(a, b any, _ conversion.Scope) error {
-			FromV1(a.(*certificatesv1.CertificateSigningRequest), b.(*certificatesv1beta1.CertificateSigningRequest))
-			return nil
-		}),
-		s.AddConversionFunc((*certificatesv1beta1.CertificateSigningRequestList)(nil), (*certificatesv1.CertificateSigningRequestList)(nil), func(a, b any, _ conversion.Scope) error {
-			in, out := a.(*certificatesv1beta1.CertificateSigningRequestList), b.(*certificatesv1.CertificateSigningRequestList)
-			out.ListMeta = in.ListMeta
-			out.Items = make([]certificatesv1.CertificateSigningRequest, len(in.Items))
-			for i := range in.Items {
-				ToV1(&in.Items[i], &out.Items[i])
-			}
-			return nil
-		}),
-		s.AddConversionFunc((*certificatesv1.CertificateSigningRequestList)(nil), (*certificatesv1beta1.CertificateSigningRequestList)(nil), func(a, b any, _ conversion.Scope) error {
-			in, out := a.(*certificatesv1.CertificateSigningRequestList), b.(*certificatesv1beta1.CertificateSigningRequestList)
-			out.ListMeta = in.ListMeta
-			out.Items = make([]certificatesv1beta1.CertificateSigningRequest, len(in.Items))
-			for i := range in.Items {
-				FromV1(&in.Items[i], &out.Items[i])
-			}
-			return nil
-		}),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return conversion.Pair[certificatesv1beta1.CertificateSigningRequest, certificatesv1.CertificateSigningRequest, certificatesv1beta1.CertificateSigningRequestList, certificatesv1.CertificateSigningRequestList]{
+		ToNew: ToV1, FromNew: FromV1,
+		OldItems: func(l *certificatesv1beta1.CertificateSigningRequestList) (*metav1.ListMeta, *[]certificatesv1beta1.CertificateSigningRequest) {
+			return &l.ListMeta, &l.Items
+		},
+		NewItems: func(l *certificatesv1.CertificateSigningRequestList) (*metav1.ListMeta, *[]certificatesv1.CertificateSigningRequest) {
+			return &l.ListMeta, &l.Items
+		},
+	}.AddToScheme(s)
 }
 
 // ToV1 converts a v1beta1 CSR to v1; an unset signer name stays empty, for v1 validation to refuse.

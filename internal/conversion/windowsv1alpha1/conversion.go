@@ -4,48 +4,25 @@
 package windowsv1alpha1
 
 import (
-	"k8s.io/apimachinery/pkg/conversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	windowsv1alpha1 "github.com/idplane/idplane/api/windows/v1alpha1"
+	"github.com/idplane/idplane/internal/conversion"
 )
 
 // AddToScheme registers the conversions in both directions, for objects and lists.
 func AddToScheme(s *runtime.Scheme) error {
-	for _, err := range []error{
-		s.AddConversionFunc((*windowsv1alpha1.GMSACredentialSpec)(nil), (*windowsv1.GMSACredentialSpec)(nil), func(a, b any, _ conversion.Scope) error {
-			ToV1(a.(*windowsv1alpha1.GMSACredentialSpec), b.(*windowsv1.GMSACredentialSpec))
-			return nil
-		}),
-		s.AddConversionFunc((*windowsv1.GMSACredentialSpec)(nil), (*windowsv1alpha1.GMSACredentialSpec)(nil), func(a, b any, _ conversion.Scope) error {
-			FromV1(a.(*windowsv1.GMSACredentialSpec), b.(*windowsv1alpha1.GMSACredentialSpec))
-			return nil
-		}),
-		s.AddConversionFunc((*windowsv1alpha1.GMSACredentialSpecList)(nil), (*windowsv1.GMSACredentialSpecList)(nil), func(a, b any, _ conversion.Scope) error {
-			in, out := a.(*windowsv1alpha1.GMSACredentialSpecList), b.(*windowsv1.GMSACredentialSpecList)
-			out.ListMeta = in.ListMeta
-			out.Items = make([]windowsv1.GMSACredentialSpec, len(in.Items))
-			for i := range in.Items {
-				ToV1(&in.Items[i], &out.Items[i])
-			}
-			return nil
-		}),
-		s.AddConversionFunc((*windowsv1.GMSACredentialSpecList)(nil), (*windowsv1alpha1.GMSACredentialSpecList)(nil), func(a, b any, _ conversion.Scope) error {
-			in, out := a.(*windowsv1.GMSACredentialSpecList), b.(*windowsv1alpha1.GMSACredentialSpecList)
-			out.ListMeta = in.ListMeta
-			out.Items = make([]windowsv1alpha1.GMSACredentialSpec, len(in.Items))
-			for i := range in.Items {
-				FromV1(&in.Items[i], &out.Items[i])
-			}
-			return nil
-		}),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return conversion.Pair[windowsv1alpha1.GMSACredentialSpec, windowsv1.GMSACredentialSpec, windowsv1alpha1.GMSACredentialSpecList, windowsv1.GMSACredentialSpecList]{
+		ToNew: ToV1, FromNew: FromV1,
+		OldItems: func(l *windowsv1alpha1.GMSACredentialSpecList) (*metav1.ListMeta, *[]windowsv1alpha1.GMSACredentialSpec) {
+			return &l.ListMeta, &l.Items
+		},
+		NewItems: func(l *windowsv1.GMSACredentialSpecList) (*metav1.ListMeta, *[]windowsv1.GMSACredentialSpec) {
+			return &l.ListMeta, &l.Items
+		},
+	}.AddToScheme(s)
 }
 
 // ToV1 converts a v1alpha1 GMSACredentialSpec to v1. Like generated conversions it shares the

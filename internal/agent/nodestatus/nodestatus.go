@@ -6,7 +6,6 @@ package nodestatus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -21,10 +20,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/clock"
@@ -254,21 +253,11 @@ func (r *reporter) tryRegister(ctx context.Context) (*corev1.Node, error) {
 }
 
 // patchStatus writes the difference between node and want through nodes/status. A strategic
-// merge patch touches only what the agent owns, so others' writes in between survive.
+// merge patch touches only what the agent owns, so others' writes in between survive. The
+// library the kubelet uses replaces the address list instead of merging it: addresses merge by
+// type, and a dual-stack node has two InternalIPs.
 func (r *reporter) patchStatus(ctx context.Context, node, want *corev1.Node) (*corev1.Node, error) {
-	oldJSON, err := json.Marshal(node)
-	if err != nil {
-		return nil, fmt.Errorf("encoding node %s: %w", node.Name, err)
-	}
-	newJSON, err := json.Marshal(want)
-	if err != nil {
-		return nil, fmt.Errorf("encoding node %s: %w", node.Name, err)
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Node{})
-	if err != nil {
-		return nil, fmt.Errorf("computing the status patch of node %s: %w", node.Name, err)
-	}
-	patched, err := r.client.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	patched, _, err := nodeutil.PatchNodeStatus(r.client.CoreV1(), types.NodeName(node.Name), node, want)
 	if err != nil {
 		return nil, fmt.Errorf("patching the status of node %s: %w", node.Name, err)
 	}
@@ -312,16 +301,18 @@ func (r *reporter) syncStatus(ctx context.Context) error {
 		base = r.withoutOwned(last)
 	}
 	patched, err := r.patchStatus(ctx, base, r.desired(last, now))
-	if apierrors.IsNotFound(err) {
+	if err != nil {
+		// The library does not keep the server's error, so a failed write asks whether the
+		// Node is still there.
+		if _, getErr := r.client.CoreV1().Nodes().Get(ctx, r.cfg.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(getErr) {
+			return err
+		}
 		// Someone deleted the Node: register it again rather than report into nothing.
 		klog.FromContext(ctx).Info("Node object is gone, registering again")
 		if !r.register(ctx) {
 			return ctx.Err()
 		}
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	r.setNode(patched)
 	return nil
@@ -334,7 +325,9 @@ func (r *reporter) withoutOwned(node *corev1.Node) *corev1.Node {
 	for k := range r.cfg.labels() {
 		delete(n.Labels, k)
 	}
-	n.Status.Addresses = nil
+	// The address list is replaced only when the old one is non-empty and differs from the new
+	// one; an address no node reports stands for "unknown" so that the whole list is sent.
+	n.Status.Addresses = []corev1.NodeAddress{{}}
 	n.Status.NodeInfo.OperatingSystem, n.Status.NodeInfo.Architecture, n.Status.NodeInfo.KubeletVersion = "", "", ""
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = 0
 	n.Status.Conditions = slices.DeleteFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady })

@@ -337,3 +337,30 @@ func TestConfigValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestDualStackHeartbeat: a strategic merge patch merges addresses by type, so two InternalIPs
+// cannot be written that way; the periodic status write must still succeed and keep both.
+func TestDualStackHeartbeat(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	client := fake.NewClientset()
+	cfg := testConfig(clk)
+	cfg.Addresses = []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: "192.0.2.10"},
+		{Type: corev1.NodeInternalIP, Address: "fd00::2"},
+	}
+	run(t, client, cfg)
+	settled(t, clk)
+
+	want := "[{InternalIP 192.0.2.10} {InternalIP fd00::2} {Hostname Node-A}]"
+	for i := range 3 {
+		clk.Step(DefaultStatusUpdateFrequency)
+		settled(t, clk)
+		n := getNode(t, client)
+		if got := fmt.Sprint(n.Status.Addresses); got != want {
+			t.Fatalf("write %d: addresses %s, want %s", i+1, got, want)
+		}
+		if beat := readyCondition(n).LastHeartbeatTime; !beat.Time.Equal(clk.Now()) {
+			t.Fatalf("write %d: heartbeat %v, want %v", i+1, beat, clk.Now())
+		}
+	}
+}

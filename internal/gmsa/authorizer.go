@@ -65,12 +65,12 @@ func (a *Authorizer) Authorize(ctx context.Context, req Request) error {
 // AuthorizeRequester, the requester may use it.
 func (a *Authorizer) authorizeUse(ctx context.Context, req Request, ps []place) error {
 	var sa user.Info
-	var asked []string
+	asked := map[string]bool{}
 	for _, p := range ps {
-		if p.name == "" || slices.Contains(asked, p.name) {
+		if p.name == "" || asked[p.name] {
 			continue
 		}
-		asked = append(asked, p.name)
+		asked[p.name] = true
 		if sa == nil {
 			sa = serviceAccountUser(req)
 		}

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	gmsaadmission "github.com/idplane/idplane/internal/admission/gmsa"
@@ -151,4 +152,54 @@ func TestGMSAAuthorizeRequester(t *testing.T) {
 		_, err := alice.CoreV1().Pods("default").Create(ctx, gmsaPod("iis", "webapp1", "webapp1-credspec"), metav1.CreateOptions{})
 		return err
 	})
+}
+
+// TestGMSAAlphaAnnotationsOnEveryWrite checks, with --gmsa-alpha-annotations, that no write after
+// a pod's creation adds the alpha annotations: not the status, which also writes labels and
+// annotations, not a debug container write, not a binding, whose annotations go onto the pod.
+func TestGMSAAlphaAnnotationsOnEveryWrite(t *testing.T) {
+	s := startTestServer(t, t.TempDir(), func(o *Options) { o.GMSA.AlphaAnnotations = true })
+	setUpWebapp1(t, s)
+	ctx := context.Background()
+	pods := s.client.CoreV1().Pods("default")
+	mustCreate(t, pods.Create, newPod("iis", func(p *corev1.Pod) { p.Spec.ServiceAccountName = "other" }))
+
+	forged := `{"metadata":{"annotations":{"pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name":"webapp1-credspec","pod.alpha.windows.kubernetes.io/gmsa-credential-spec":"{\"forged\":true}"}}}`
+	_, err := pods.Patch(ctx, "iis", types.MergePatchType, []byte(forged), metav1.PatchOptions{}, "status")
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "GMSA credential specs of a pod cannot change") {
+		t.Errorf("status patch adding alpha annotations: got %v, want 400", err)
+	}
+	if _, err := pods.Patch(ctx, "iis", types.MergePatchType, []byte(`{"metadata":{"annotations":{"team":"web"}}}`), metav1.PatchOptions{}, "status"); err != nil {
+		t.Errorf("status patch adding another annotation: %v", err)
+	}
+
+	pod, err := pods.Get(ctx, "iis", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Annotations["iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name"] = "webapp1-credspec"
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "registry.example/busybox:1", TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent,
+	}}}
+	_, err = pods.UpdateEphemeralContainers(ctx, "iis", pod, metav1.UpdateOptions{})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "GMSA credential specs of a pod cannot change") {
+		t.Errorf("debug container write adding alpha annotations: got %v, want 400", err)
+	}
+
+	err = pods.Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: "iis", Annotations: map[string]string{"pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1-credspec"}},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: "node1"},
+	}, metav1.CreateOptions{})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "by a binding") {
+		t.Errorf("binding with alpha annotations: got %v, want 400", err)
+	}
+	stored, err := pods.Get(ctx, "iis", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range stored.Annotations {
+		if strings.Contains(k, "alpha.windows.kubernetes.io") {
+			t.Errorf("stored pod has annotation %s", k)
+		}
+	}
 }

@@ -93,4 +93,21 @@ func TestServiceAccountAdmission(t *testing.T) {
 	if quiet.Spec.ServiceAccountName != "default" || len(quiet.Spec.Volumes) != 0 || len(quiet.Spec.Containers[0].VolumeMounts) != 0 {
 		t.Errorf("pod opting out: account %q, volumes %+v, mounts %+v; want default and no token", quiet.Spec.ServiceAccountName, quiet.Spec.Volumes, quiet.Spec.Containers[0].VolumeMounts)
 	}
+
+	// A mirror pod from anyone who may create pods (here the admin) may not name an account, a
+	// secret or a token projection: the plugin neither defaults nor checks a mirror pod's account.
+	_, err = pods.Create(ctx, newPod("fake-static", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "hash"}
+		p.Spec.NodeName = "node1"
+		p.Spec.ServiceAccountName = "nobody"
+		p.Spec.Volumes = []corev1.Volume{
+			{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}},
+			{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+			}}}},
+		}
+	}), metav1.CreateOptions{})
+	if want := "a mirror pod may not reference service accounts"; !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("mirror pod naming an account: got %v, want 403 saying %q", err, want)
+	}
 }

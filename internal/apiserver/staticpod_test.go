@@ -130,26 +130,31 @@ func TestStaticPodsThroughTheServer(t *testing.T) {
 		t.Errorf("removed manifest: got %v, want its mirror pod gone at once", err)
 	}
 
-	// Belt and braces: a node that skipped the agent's check is refused by the server.
+	// Belt and braces: a node that skipped the agent's check is refused by the server, by the
+	// ServiceAccount plugin (which runs first, and refuses such mirror pods from anyone) or by
+	// NodeRestriction.
 	loaded, err := staticpod.Load(staticpod.Config{Dir: dir, NodeName: "node1", NodeUID: self.UID})
 	if err != nil || len(loaded) == 0 || loaded[0].Pod == nil {
 		t.Fatalf("Load: %v %+v", err, loaded)
 	}
-	for name, mutate := range map[string]func(*corev1.Pod){
-		"a secret volume": func(p *corev1.Pod) {
+	for name, tc := range map[string]struct {
+		mutate func(*corev1.Pod)
+		says   string
+	}{
+		"a secret volume": {func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}}}
-		},
-		"a service account": func(p *corev1.Pod) { p.Spec.ServiceAccountName = "default" },
-		"a configmap variable": func(p *corev1.Pod) {
+		}, "a mirror pod may not reference secrets"},
+		"a service account": {func(p *corev1.Pod) { p.Spec.ServiceAccountName = "default" }, "a mirror pod may not reference service accounts"},
+		"a configmap variable": {func(p *corev1.Pod) {
 			p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}}
-		},
+		}, "can not create pods that reference"},
 	} {
 		pod := loaded[0].Pod.DeepCopy()
 		pod.Name = "sneaky-node1"
-		mutate(pod)
+		tc.mutate(pod)
 		_, err := node.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "can not create pods that reference") {
-			t.Errorf("node1 creating a mirror pod with %s: got %v, want Forbidden by NodeRestriction", name, err)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("node1 creating a mirror pod with %s: got %v, want Forbidden saying %q", name, err, tc.says)
 		}
 	}
 }

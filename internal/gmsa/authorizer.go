@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -32,12 +33,14 @@ func NewAuthorizer(specs CredSpecs, use UseChecker, opts Options) *Authorizer {
 //   - every spec named must be allowed to the pod's service account, and with
 //     AuthorizeRequester to the requesting user: else 403 naming the spec and who was refused;
 //   - contents without a name, and contents that are not the named spec's credspec as a JSON
-//     value, are 422s, the latter showing both.
+//     value, are 422s, the latter showing both;
+//   - more distinct specs than the pod has containers, plus one, is a 422, before anything is
+//     asked.
 //
-// On any update, a change to a name or contents anywhere else is a 400 naming what changed: the
-// node has started the pod's containers with them, and the design makes them immutable. Pod
-// validation refuses changes to the fields first (422); this also covers the alpha annotations,
-// which it does not see.
+// On any update — of the pod, its status or its debug containers — a change to a name or
+// contents anywhere else is a 400 naming what changed: the node has started the pod's containers
+// with them, and the design makes them immutable. Pod validation refuses changes to the fields
+// first (422); this also covers the alpha annotations, which it does not see.
 func (a *Authorizer) Authorize(ctx context.Context, req Request) error {
 	s, err := req.scope()
 	if err != nil || s == none {
@@ -49,6 +52,9 @@ func (a *Authorizer) Authorize(ctx context.Context, req Request) error {
 		}
 	}
 	ps := req.fresh(s, a.opts.AlphaAnnotations)
+	if err := req.checkNameCount(ps); err != nil {
+		return err
+	}
 	if err := a.authorizeUse(ctx, req, ps); err != nil {
 		return err
 	}
@@ -59,12 +65,12 @@ func (a *Authorizer) Authorize(ctx context.Context, req Request) error {
 // AuthorizeRequester, the requester may use it.
 func (a *Authorizer) authorizeUse(ctx context.Context, req Request, ps []place) error {
 	var sa user.Info
-	var asked []string
+	asked := map[string]bool{}
 	for _, p := range ps {
-		if p.name == "" || slices.Contains(asked, p.name) {
+		if p.name == "" || asked[p.name] {
 			continue
 		}
-		asked = append(asked, p.name)
+		asked[p.name] = true
 		if sa == nil {
 			sa = serviceAccountUser(req)
 		}
@@ -182,4 +188,27 @@ func appendChanges(changed []string, old, cur, at place) []string {
 		changed = append(changed, fmt.Sprintf("%s changed", at.contentsPath))
 	}
 	return changed
+}
+
+// AuthorizeBinding refuses, with the alpha annotations on, a pods/binding that carries any of
+// them: a binding's annotations are copied onto the pod it binds, and a pod's credential specs
+// cannot change after it is created (400, as for an update). A scheduler has no reason to set
+// them; anyone else allowed to bind pods could otherwise give a pending pod a spec unchecked.
+func (a *Authorizer) AuthorizeBinding(b *corev1.Binding) error {
+	if !a.opts.AlphaAnnotations {
+		return nil
+	}
+	var changed []string
+	for _, p := range appendAnnotations(nil, b.Annotations) {
+		if p.name != "" {
+			changed = append(changed, fmt.Sprintf("%s set to %q by a binding", p.namePath, p.name))
+		}
+		if p.contents != "" {
+			changed = append(changed, fmt.Sprintf("%s set by a binding", p.contentsPath))
+		}
+	}
+	if len(changed) > 0 {
+		return apierrors.NewBadRequest("GMSA credential specs of a pod cannot change: " + strings.Join(changed, "; "))
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 )
@@ -157,7 +158,25 @@ func TestAuthorize(t *testing.T) {
 			says: []string{`metadata.annotations[pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name] changed from "webapp1" to "webapp2"`},
 		},
 		{name: "update, alpha annotation changed with the option off", req: update(newPod(annotate(podNameAnnotation, "webapp1")), newPod(annotate(podNameAnnotation, "webapp2")), "")},
-		{name: "status update: not the authorizer's", req: update(newPod(), newPod(onApp("", `{"forged":true}`)), "status")},
+		{name: "status update, GMSA unchanged", opts: alpha, req: update(newPod(onPod("webapp1", webapp1), annotate(podNameAnnotation, "webapp1")), newPod(onPod("webapp1", webapp1), annotate(podNameAnnotation, "webapp1"), annotate("x", "y")), "status")},
+		{
+			name: "status update, alpha annotations added: 400, nothing asked", opts: alpha,
+			req: update(newPod(), newPod(withServiceAccount("other"), annotate(appNameAnnotation, "webapp2"), annotate(appContentsAnnotation, `{"forged":true}`)), "status"), code: 400,
+			says: []string{`metadata.annotations[app.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name] changed from "" to "webapp2"`, "metadata.annotations[app.container.alpha.windows.kubernetes.io/gmsa-credential-spec] changed"},
+		},
+		{name: "status update, alpha annotations added with the option off", req: update(newPod(), newPod(annotate(appNameAnnotation, "webapp2")), "status")},
+		{
+			name: "ephemeralcontainers: alpha annotations added: 400", opts: alpha,
+			req: update(newPod(), newPod(annotate(podNameAnnotation, "webapp1"), withDebug("new", "", "")), "ephemeralcontainers"), code: 400,
+			says: []string{`metadata.annotations[pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name] changed from "" to "webapp1"`},
+		},
+		{
+			name: "alpha annotations on: more specs than the pod and its containers: 422", opts: alpha,
+			req: create(newPod(annotate(podNameAnnotation, "webapp1"), annotate(appNameAnnotation, "webapp2"),
+				annotate("ghost.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name", "nosuch"))),
+			code: 422, says: []string{"the pod names 3 distinct GMSACredentialSpecs, more than the 2 it can use: one for the pod and one per container"},
+		},
+		{name: "alpha annotations on: as many specs as the pod and its containers", opts: alpha, req: create(newPod(annotate(podNameAnnotation, "webapp1"), annotate(appNameAnnotation, "webapp2")))},
 		{name: "update without the stored pod: 500", req: update(nil, newPod(), ""), code: 500},
 		{
 			name: "ephemeralcontainers: added debug container allowed and matching",
@@ -207,3 +226,34 @@ func TestAuthorize(t *testing.T) {
 }
 
 func equalPods(a, b *corev1.Pod) bool { return a.String() == b.String() }
+
+func TestAuthorizeBinding(t *testing.T) {
+	binding := func(annotations map[string]string) *corev1.Binding {
+		return &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: annotations}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}
+	}
+	cases := []struct {
+		name    string
+		opts    Options
+		binding *corev1.Binding
+		code    int32
+		says    []string
+	}{
+		{name: "no annotations", opts: Options{AlphaAnnotations: true}, binding: binding(nil)},
+		{name: "other annotations", opts: Options{AlphaAnnotations: true}, binding: binding(map[string]string{"scheduler.example/score": "3"})},
+		{name: "alpha annotations with the option off", binding: binding(map[string]string{podNameAnnotation: "webapp1"})},
+		{
+			name: "alpha annotations: 400 naming them", opts: Options{AlphaAnnotations: true},
+			binding: binding(map[string]string{appNameAnnotation: "webapp1", podContentsAnnotation: `{"forged":true}`}), code: 400,
+			says: []string{
+				`metadata.annotations[app.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name] set to "webapp1" by a binding`,
+				"metadata.annotations[pod.alpha.windows.kubernetes.io/gmsa-credential-spec] set by a binding",
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := NewAuthorizer(newSpecs(), newGrants(t), tc.opts).AuthorizeBinding(tc.binding)
+			checkError(t, err, tc.code, tc.says...)
+		})
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,14 +23,14 @@ const (
 )
 
 // lookups fetches specs for one request, each once: a pod often names the same spec for the pod
-// and several containers, and the webhook's lookups are round trips to its cluster.
+// and several containers, and the webhook's lookups are round trips to its cluster. Done lookups
+// are kept by name, since a pod with many containers may name as many specs.
 type lookups struct {
 	specs CredSpecs
-	done  []lookup
+	done  map[string]lookup
 }
 
 type lookup struct {
-	name string
 	// spec is the credspec as compact JSON, the form the expander writes.
 	spec    []byte
 	missing bool
@@ -42,12 +41,15 @@ type lookup struct {
 // get returns the credspec of the spec p names as compact JSON. A spec that does not exist or
 // whose credspec cannot be a pod's is a field error on p (422); a failed lookup, an error (500).
 func (l *lookups) get(ctx context.Context, p place) ([]byte, *field.Error, error) {
-	i := slices.IndexFunc(l.done, func(d lookup) bool { return d.name == p.name })
-	if i < 0 {
-		i = len(l.done)
-		l.done = append(l.done, l.fetch(ctx, p.name))
+	d, ok := l.done[p.name]
+	if !ok {
+		if l.done == nil {
+			l.done = map[string]lookup{}
+		}
+		d = l.fetch(ctx, p.name)
+		l.done[p.name] = d
 	}
-	switch d := l.done[i]; {
+	switch {
 	case d.failed != nil:
 		return nil, nil, apierrors.NewInternalError(fmt.Errorf("looking up GMSACredentialSpec %q: %w", p.name, d.failed))
 	case d.missing:
@@ -64,16 +66,16 @@ func (l *lookups) get(ctx context.Context, p place) ([]byte, *field.Error, error
 func (l *lookups) fetch(ctx context.Context, name string) lookup {
 	raw, err := l.specs.CredSpec(ctx, name)
 	if apierrors.IsNotFound(err) {
-		return lookup{name: name, missing: true}
+		return lookup{missing: true}
 	}
 	if err != nil {
-		return lookup{name: name, failed: err}
+		return lookup{failed: err}
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, len(raw)))
 	if err := json.Compact(buf, raw); err != nil {
-		return lookup{name: name, unusable: errors.New("is not JSON")}
+		return lookup{unusable: errors.New("is not JSON")}
 	}
-	return lookup{name: name, spec: buf.Bytes(), unusable: checkBounds(buf.Bytes())}
+	return lookup{spec: buf.Bytes(), unusable: checkBounds(buf.Bytes())}
 }
 
 // checkCredSpec refuses what is not one JSON value within the bounds.

@@ -23,15 +23,20 @@ func NewExpander(specs CredSpecs, opts Options) *Expander {
 // spec's credspec as compact JSON: on create, in the pod, its containers of every kind and, with
 // the alpha annotations, its annotations; on a write to pods/ephemeralcontainers, in the debug
 // containers it adds. Contents already there are left for the authorizer to compare. A name
-// that no GMSACredentialSpec has is a 422 naming it, at every place that names it.
+// that no GMSACredentialSpec has is a 422 naming it, at every place that names it; so is a pod
+// naming more distinct specs than it has containers, plus one. Each spec is looked up once.
 func (e *Expander) Expand(ctx context.Context, req Request) error {
 	s, err := req.scope()
 	if err != nil || s == none {
 		return err
 	}
+	ps := req.fresh(s, e.opts.AlphaAnnotations)
+	if err := req.checkNameCount(ps); err != nil {
+		return err
+	}
 	l := lookups{specs: e.specs}
 	var errs field.ErrorList
-	for _, p := range req.fresh(s, e.opts.AlphaAnnotations) {
+	for _, p := range ps {
 		if p.name == "" || p.contents != "" {
 			continue
 		}

@@ -90,7 +90,19 @@ func TestExpand(t *testing.T) {
 				newPod(withDebug("old", "webapp1", ""), withDebug("new", "webapp2", "")), "ephemeralcontainers"),
 			want: newPod(withDebug("old", "webapp1", ""), withDebug("new", "webapp2", webapp2)), lookups: 1,
 		},
-		{name: "status subresource: not the expander's", req: update(newPod(), newPod(onApp("webapp1", "")), "status")},
+		{name: "status subresource: nothing filled", req: update(newPod(), newPod(onApp("webapp1", "")), "status")},
+		{
+			name: "alpha annotations on: as many specs as the pod and its containers, looked up once each", opts: alpha,
+			req: create(newPod(withInit("webapp1", ""), annotate(podNameAnnotation, "webapp2"), annotate(appNameAnnotation, "webapp1"),
+				annotate("init.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name", "broken"))),
+			code: 422, lookups: 3, says: []string{`"broken": the credspec of this GMSACredentialSpec is not JSON`},
+		},
+		{
+			name: "alpha annotations on: more specs than the pod and its containers: 422, nothing looked up", opts: alpha,
+			req: create(newPod(annotate(podNameAnnotation, "webapp1"), annotate(appNameAnnotation, "webapp2"),
+				annotate("ghost.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name", "nosuch"))),
+			code: 422, says: []string{"metadata.annotations[pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name]: Forbidden: the pod names 3 distinct GMSACredentialSpecs, more than the 2 it can use"},
+		},
 		{name: "delete: not the expander's", req: Request{Pod: newPod(onApp("webapp1", "")), Operation: admission.Delete}},
 		{name: "update without the stored pod: 500", req: update(nil, newPod(), ""), code: 500, says: []string{"without the stored pod"}},
 	}

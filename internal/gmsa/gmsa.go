@@ -72,15 +72,21 @@ type Request struct {
 	Namespace string
 	// Requester is the user asking, checked only with Options.AuthorizeRequester.
 	Requester user.Info
-	// Operation and Subresource say what is written: a pod created, a pod updated, or debug
-	// containers added through pods/ephemeralcontainers (Update, "ephemeralcontainers").
+	// Operation and Subresource say what is written: a pod created, a pod updated, its status
+	// written (Update, "status"), or debug containers added through pods/ephemeralcontainers
+	// (Update, "ephemeralcontainers").
 	Operation   admission.Operation
 	Subresource string
 }
 
-// ephemeralContainers is the pod subresource that adds debug containers to a running pod; the
-// public webhook never sees it, so a pod could otherwise smuggle an unchecked spec through it.
-const ephemeralContainers = "ephemeralcontainers"
+// Pod subresources that write a pod. pods/ephemeralcontainers adds debug containers to a running
+// pod; the public webhook never sees it, so a pod could otherwise smuggle an unchecked spec
+// through it. pods/status writes the pod's labels and annotations along with its status, so the
+// alpha annotations could otherwise be added there. Both also write the rest of the metadata.
+const (
+	ephemeralContainers = "ephemeralcontainers"
+	status              = "status"
+)
 
 var (
 	podKind          = schema.GroupKind{Kind: "Pod"}
@@ -91,12 +97,13 @@ var (
 type scope uint8
 
 const (
-	// none: the request writes nothing the GMSA logic governs (a delete, a status write).
+	// none: the request writes nothing the GMSA logic governs (a delete, an eviction).
 	none scope = iota
 	// everything: a pod being created; every place is expanded and checked.
 	everything
-	// kept: an update; every place must stay as it was, except debug containers that a write to
-	// pods/ephemeralcontainers adds, which are expanded and checked like a new pod's.
+	// kept: an update of the pod, its status or its debug containers; every place must stay as it
+	// was, except debug containers that a write to pods/ephemeralcontainers adds, which are
+	// expanded and checked like a new pod's.
 	kept
 )
 
@@ -107,7 +114,7 @@ func (r Request) scope() (scope, error) {
 	switch {
 	case r.Operation == admission.Create && r.Subresource == "":
 		return everything, nil
-	case r.Operation == admission.Update && (r.Subresource == "" || r.Subresource == ephemeralContainers):
+	case r.Operation == admission.Update && (r.Subresource == "" || r.Subresource == ephemeralContainers || r.Subresource == status):
 		if r.OldPod == nil {
 			return none, apierrors.NewInternalError(fmt.Errorf("GMSA: update of pod %q without the stored pod", r.Pod.Name))
 		}
@@ -125,6 +132,32 @@ func (r Request) fresh(s scope, alpha bool) []place {
 		return ps
 	}
 	return slices.DeleteFunc(ps, func(p place) bool { return !r.added(p) })
+}
+
+// checkNameCount refuses places that name more distinct specs than the pod can use: one for the
+// pod and one per container. Only the alpha annotations can name more, since a container's
+// annotations count whether or not the pod has that container; and each name costs a lookup and
+// a use check or two, so without a bound one pod naming thousands of specs would cost thousands
+// of API calls. It runs before anything is looked up.
+func (r Request) checkNameCount(ps []place) error {
+	spec := &r.Pod.Spec
+	limit := 1 + len(spec.InitContainers) + len(spec.Containers) + len(spec.EphemeralContainers)
+	names := make(map[string]bool, min(len(ps), limit+1))
+	var over place // the place naming the first spec past the limit
+	for _, p := range ps {
+		if p.name == "" || names[p.name] {
+			continue
+		}
+		names[p.name] = true
+		if len(names) == limit+1 {
+			over = p
+		}
+	}
+	if len(names) <= limit {
+		return nil
+	}
+	return apierrors.NewInvalid(podKind, r.Pod.Name, field.ErrorList{field.Forbidden(over.namePath, fmt.Sprintf(
+		"the pod names %d distinct GMSACredentialSpecs, more than the %d it can use: one for the pod and one per container", len(names), limit))})
 }
 
 // added reports whether p is in a debug container this request adds.

@@ -107,6 +107,10 @@ func (p Path) Field() *field.Path {
 
 func (p Path) String() string { return p.Field().String() }
 
+// In reports whether the path starts with field, a field or list of the pod spelled as the walk
+// starts its paths: "spec.imagePullSecrets", "spec.ephemeralContainers", "spec.volumes".
+func (p Path) In(field string) bool { return p.n > 0 && p.steps[0].names == field }
+
 // References yields every API object pod references: its service account, image pull secrets,
 // the secrets and configmaps of every container's environment, every volume's objects (plain
 // and projected sources, claims, secrets of CSI and in-tree plugins) and its resource claims.

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/idplane/idplane/internal/podwalk/podwalktest"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -154,6 +156,30 @@ func TestReferences(t *testing.T) {
 	}
 }
 
+func TestPathIn(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		ImagePullSecrets:    []corev1.LocalObjectReference{{Name: "pull"}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "e", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{}}}}}},
+		Volumes:             []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}}},
+	}}
+	var got []string
+	for r := range References(pod) {
+		for _, f := range []string{"spec.imagePullSecrets", "spec.ephemeralContainers", "spec.volumes", "spec", "spec.volumes[0]"} {
+			if r.Path.In(f) {
+				got = append(got, r.Path.String()+" in "+f)
+			}
+		}
+	}
+	want := []string{
+		"spec.imagePullSecrets[0].name in spec.imagePullSecrets",
+		"spec.ephemeralContainers[0].envFrom[0].secretRef.name in spec.ephemeralContainers",
+		"spec.volumes[0].secret.secretName in spec.volumes",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 func TestReferencesStopWhenAsked(t *testing.T) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{
 		ServiceAccountName: "sa",
@@ -262,7 +288,7 @@ func checkFields(t *testing.T, typ reflect.Type, refs map[string]Kind, nothing [
 			t.Errorf("%s.%s is listed both ways", typ.Name(), f.Name)
 		}
 		v := reflect.New(typ).Elem()
-		fill(v.Field(i), 0)
+		podwalktest.Fill(v.Field(i))
 		got := collect(podWith(v))
 		if references {
 			if !slices.ContainsFunc(got, func(r found) bool { return r.kind == want }) {
@@ -280,43 +306,6 @@ func checkFields(t *testing.T, typ reflect.Type, refs map[string]Kind, nothing [
 	for name := range refs {
 		if _, ok := typ.FieldByName(name); !ok {
 			t.Errorf("%s has no field %s any more", typ.Name(), name)
-		}
-	}
-}
-
-// fill sets every settable field under v to a non-zero value: strings "x", numbers 1, one element
-// in each slice and map, every pointer to a filled value.
-func fill(v reflect.Value, depth int) {
-	if depth > 12 || !v.CanSet() {
-		return
-	}
-	switch v.Kind() {
-	case reflect.String:
-		v.SetString("x")
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v.SetInt(1)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		v.SetUint(1)
-	case reflect.Pointer:
-		p := reflect.New(v.Type().Elem())
-		fill(p.Elem(), depth+1)
-		v.Set(p)
-	case reflect.Slice:
-		s := reflect.MakeSlice(v.Type(), 1, 1)
-		fill(s.Index(0), depth+1)
-		v.Set(s)
-	case reflect.Map:
-		m := reflect.MakeMap(v.Type())
-		key, val := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-		fill(key, depth+1)
-		fill(val, depth+1)
-		m.SetMapIndex(key, val)
-		v.Set(m)
-	case reflect.Struct:
-		for i := range v.NumField() {
-			fill(v.Field(i), depth+1)
 		}
 	}
 }

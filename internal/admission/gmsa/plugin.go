@@ -95,8 +95,12 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	return p.expander.Expand(ctx, req)
 }
 
-// Validate authorizes and checks the credential specs, after every mutating plugin.
+// Validate authorizes and checks the credential specs, after every mutating plugin; and refuses a
+// binding that would set them on the pod it binds.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if b, ok := a.GetObject().(*corev1.Binding); ok && a.GetResource().GroupResource() == corev1.Resource("pods") && a.GetSubresource() == "binding" {
+		return p.authorizer.AuthorizeBinding(b)
+	}
 	req, ok := request(a)
 	if !ok {
 		return nil
@@ -104,13 +108,14 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	return p.authorizer.Authorize(ctx, req)
 }
 
-// request is the GMSA logic's view of a write to a pod; other resources and pod subresources
-// other than ephemeralcontainers are not its business.
+// request is the GMSA logic's view of a write to a pod, its status or its debug containers (the
+// pod subresources that write a pod's metadata); other resources and subresources are not its
+// business.
 func request(a admission.Attributes) (gmsa.Request, bool) {
 	if a.GetResource().GroupResource() != corev1.Resource("pods") {
 		return gmsa.Request{}, false
 	}
-	if s := a.GetSubresource(); s != "" && s != "ephemeralcontainers" {
+	if s := a.GetSubresource(); s != "" && s != "ephemeralcontainers" && s != "status" {
 		return gmsa.Request{}, false
 	}
 	pod, ok := a.GetObject().(*corev1.Pod)

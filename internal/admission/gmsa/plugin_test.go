@@ -54,13 +54,13 @@ func (g grants) Authorize(_ context.Context, a authorizer.Attributes) (authorize
 	return authorizer.DecisionNoOpinion, "no grant", g.err
 }
 
-func newPlugin(t *testing.T, g grants) *Plugin {
+func newPlugin(t *testing.T, g grants, opts gmsa.Options) *Plugin {
 	t.Helper()
 	p := New()
 	if err := p.ValidateInitialization(); err == nil {
 		t.Fatal("a plugin without its config and authorizer initialized")
 	}
-	p.SetGMSAConfig(Config{Specs: specs{"webapp1": webapp1}})
+	p.SetGMSAConfig(Config{Specs: specs{"webapp1": webapp1}, Options: opts})
 	p.SetAuthorizer(authorizer.AuthorizerFunc(g.Authorize))
 	if err := p.ValidateInitialization(); err != nil {
 		t.Fatal(err)
@@ -77,6 +77,11 @@ func podNaming(spec string) *corev1.Pod {
 	}
 }
 
+func withAnnotation(p *corev1.Pod, key, value string) *corev1.Pod {
+	p.Annotations = map[string]string{key: value}
+	return p
+}
+
 func attrs(obj, old runtime.Object, resource, sub string, op admission.Operation) admission.Attributes {
 	return admission.NewAttributesRecord(obj, old, corev1.SchemeGroupVersion.WithKind("Pod"), "default", "web",
 		corev1.SchemeGroupVersion.WithResource(resource), sub, op, nil, false, &user.DefaultInfo{Name: "alice"})
@@ -88,6 +93,7 @@ func TestPlugin(t *testing.T) {
 	cases := []struct {
 		name    string
 		grants  grants
+		alpha   bool
 		attrs   admission.Attributes
 		code    int32
 		says    string
@@ -108,8 +114,26 @@ func TestPlugin(t *testing.T) {
 			attrs: attrs(podNaming("webapp1"), nil, "pods", "", admission.Create)},
 		{name: "a failure without an allow refuses", grants: grants{err: errors.New("webhook down")},
 			attrs: attrs(podNaming("webapp1"), nil, "pods", "", admission.Create), code: 500, says: "webhook down"},
-		{name: "status writes are not its business", grants: grants{},
+		{name: "status writes that keep the specs are allowed", grants: grants{},
 			attrs: attrs(podNaming("nope"), podNaming("nope"), "pods", "status", admission.Update)},
+		{name: "status writes cannot add alpha annotations: 400", grants: allowed, alpha: true,
+			attrs: attrs(withAnnotation(podNaming("webapp1"), "pod.alpha.windows.kubernetes.io/gmsa-credential-spec", `{"forged":true}`), podNaming("webapp1"), "pods", "status", admission.Update),
+			code:  400, says: "metadata.annotations[pod.alpha.windows.kubernetes.io/gmsa-credential-spec] changed"},
+		{name: "status writes may add alpha annotations with the option off", grants: allowed,
+			attrs: attrs(withAnnotation(podNaming("webapp1"), "pod.alpha.windows.kubernetes.io/gmsa-credential-spec", `{"forged":true}`), podNaming("webapp1"), "pods", "status", admission.Update)},
+		{name: "debug container writes cannot add alpha annotations: 400", grants: allowed, alpha: true,
+			attrs: attrs(withAnnotation(podNaming("webapp1"), "iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name", "webapp1"), podNaming("webapp1"), "pods", "ephemeralcontainers", admission.Update),
+			code:  400, says: `metadata.annotations[iis.container.alpha.windows.kubernetes.io/gmsa-credential-spec-name] changed from "" to "webapp1"`},
+		{name: "bindings cannot set alpha annotations: 400", grants: allowed, alpha: true,
+			attrs: admission.NewAttributesRecord(&corev1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Annotations: map[string]string{"pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name": "webapp1"}},
+				Target:     corev1.ObjectReference{Kind: "Node", Name: "node1"},
+			}, nil, corev1.SchemeGroupVersion.WithKind("Binding"), "default", "web", corev1.SchemeGroupVersion.WithResource("pods"), "binding", admission.Create, nil, false, &user.DefaultInfo{Name: "scheduler"}),
+			code: 400, says: `metadata.annotations[pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name] set to "webapp1" by a binding`},
+		{name: "bindings without them are allowed", grants: allowed, alpha: true,
+			attrs: admission.NewAttributesRecord(&corev1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"},
+			}, nil, corev1.SchemeGroupVersion.WithKind("Binding"), "default", "web", corev1.SchemeGroupVersion.WithResource("pods"), "binding", admission.Create, nil, false, &user.DefaultInfo{Name: "scheduler"})},
 		{name: "other resources are not its business", grants: grants{},
 			attrs: attrs(&corev1.ConfigMap{}, nil, "configmaps", "", admission.Create)},
 		{name: "debug containers are checked", grants: grants{},
@@ -125,7 +149,7 @@ func TestPlugin(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPlugin(t, tc.grants)
+			p := newPlugin(t, tc.grants, gmsa.Options{AlphaAnnotations: tc.alpha})
 			ctx := context.Background()
 			err := p.Admit(ctx, tc.attrs, nil)
 			if err == nil {

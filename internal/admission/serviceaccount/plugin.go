@@ -96,6 +96,14 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if pod == nil {
 		return nil
 	}
+	// A mirror pod is never changed: its node would find it differs from the static pod and
+	// replace it. It is refused now rather than after the other mutating plugins, as upstream.
+	if isMirror(pod) {
+		if a.GetOperation() == admission.Create && a.GetSubresource() == "" {
+			return forbidMirrorReferences(a, pod)
+		}
+		return nil
+	}
 	if a.GetOperation() == admission.Update && a.GetSubresource() == "ephemeralcontainers" {
 		if old, ok := a.GetOldObject().(*corev1.Pod); ok {
 			mountTokenInNewEphemeral(pod, old)
@@ -125,7 +133,8 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 }
 
 // Validate checks, after every mutating plugin, that a pod being created or given ephemeral
-// containers runs as an account that exists, and only uses secrets the account allows.
+// containers runs as an account that exists, and only uses secrets the account allows; and that a
+// mirror pod being created references no account, secret or credential projection.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	pod := podOf(a)
 	if pod == nil {
@@ -136,6 +145,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if !create && !debug {
 		return nil
 	}
+	// Debug containers of a mirror pod go on to the account check below, which refuses them: a
+	// mirror pod has no account.
+	if create && isMirror(pod) {
+		return forbidMirrorReferences(a, pod)
+	}
 	sa, err := p.account(ctx, a, pod)
 	if err != nil {
 		return err
@@ -144,8 +158,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 }
 
 // podOf returns the pod a request writes, or nil when the plugin has no business with it: another
-// resource or subresource, or a mirror pod. Mirror pods are the kubelet's copies of static pods
-// and must stay as the kubelet wrote them; NodeRestriction already limits what they reference.
+// resource or subresource.
 func podOf(a admission.Attributes) *corev1.Pod {
 	if a.GetResource().GroupResource() != corev1.Resource("pods") {
 		return nil
@@ -155,9 +168,6 @@ func podOf(a admission.Attributes) *corev1.Pod {
 	}
 	pod, ok := a.GetObject().(*corev1.Pod)
 	if !ok {
-		return nil
-	}
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
 		return nil
 	}
 	return pod

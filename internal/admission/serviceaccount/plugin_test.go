@@ -137,6 +137,20 @@ func withSecretVolume(secret string) func(*corev1.Pod) {
 	}
 }
 
+// mirror makes the pod a mirror pod, as its node writes one.
+func mirror(p *corev1.Pod) {
+	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "hash"}
+	p.Spec.NodeName = "node1"
+}
+
+func withProjection(src corev1.VolumeProjection) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "proj", VolumeSource: corev1.VolumeSource{
+			Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{src}},
+		}})
+	}
+}
+
 func secretEnv(secret string) corev1.EnvVar {
 	return corev1.EnvVar{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: "password",
@@ -327,11 +341,73 @@ func TestAdmission(t *testing.T) {
 			},
 		},
 		{
-			name: "a mirror pod is left alone",
-			req: create(newPod(func(p *corev1.Pod) {
-				p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "hash"}
-				p.Spec.NodeName = "node1"
+			name: "a mirror pod that names no account or secret is left alone",
+			req: create(newPod(mirror, func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "conf"},
+				}}}}
 			})),
+		},
+		{
+			// The review's pod: its account does not exist, and it would not matter if it did.
+			name: "a mirror pod naming an account, a secret and a token projection is refused for the account",
+			req: create(newPod(mirror, runningAs("ghost"), withSecretVolume("db"), withProjection(corev1.VolumeProjection{
+				ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"},
+			}))),
+			forbidden: "a mirror pod may not reference service accounts",
+		},
+		{
+			name:      "a mirror pod naming an existing account is refused",
+			cached:    []runtime.Object{defaultSA},
+			req:       create(newPod(mirror, runningAs("default"))),
+			forbidden: "a mirror pod may not reference service accounts",
+		},
+		{
+			name:      "a mirror pod naming a secret is refused",
+			req:       create(newPod(mirror, withSecretVolume("db"))),
+			forbidden: "a mirror pod may not reference secrets",
+		},
+		{
+			name: "a mirror pod naming a secret in a projection is refused",
+			req: create(newPod(mirror, withProjection(corev1.VolumeProjection{
+				Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}},
+			}))),
+			forbidden: "a mirror pod may not reference secrets",
+		},
+		{
+			name: "a mirror pod with a token projection is refused",
+			req: create(newPod(mirror, withProjection(corev1.VolumeProjection{
+				ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"},
+			}))),
+			forbidden: "a mirror pod may not use ServiceAccountToken volume projections",
+		},
+		{
+			name: "a mirror pod with a pod certificate projection is refused",
+			req: create(newPod(mirror, withProjection(corev1.VolumeProjection{
+				PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/s", CredentialBundlePath: "creds.pem"},
+			}))),
+			forbidden: "a mirror pod may not use PodCertificate volume projections",
+		},
+		{
+			name: "a mirror pod with a cluster trust bundle projection is refused",
+			req: create(newPod(mirror, withProjection(corev1.VolumeProjection{
+				ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: ptr.To("example.com/s"), Path: "ca.pem"},
+			}))),
+			forbidden: "a mirror pod may not use ClusterTrustBundle volume projections",
+		},
+		{
+			name: "a mirror pod with a volume source the server cannot judge is refused",
+			req: create(newPod(mirror, func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "odd"}}
+			})),
+			forbidden: "a mirror pod may not use a volume source this server cannot judge",
+		},
+		{
+			name: "a debug container of a mirror pod is refused",
+			req: addEphemeral(newPod(mirror), corev1.EphemeralContainer{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox", Env: []corev1.EnvVar{secretEnv("db")}},
+			}),
+			forbidden: "no service account specified for pod ns1/web",
 		},
 		{
 			name: "the account's pull secrets go to a pod that names none",
@@ -383,6 +459,45 @@ func TestAdmission(t *testing.T) {
 				p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}}}}
 			})),
 			forbidden: `spec.containers[0].envFrom[0].secretRef.name: secret "other" is not allowed`,
+		},
+		{
+			name:   "an unlisted secret in a projection is refused",
+			cached: []runtime.Object{account("strict", enforcing, listing("db"))},
+			req: create(newPod(runningAs("strict"), withProjection(corev1.VolumeProjection{
+				Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "other"}},
+			}))),
+			forbidden: `spec.volumes[0].projected.sources[0].secret.name: secret "other" is not allowed because service account strict does not reference that secret`,
+		},
+		{
+			name:   "an unlisted CSI node publish secret is refused",
+			cached: []runtime.Object{account("strict", enforcing, listing("db"))},
+			req: create(newPod(runningAs("strict"), func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "csi", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+					Driver: "d.example.com", NodePublishSecretRef: &corev1.LocalObjectReference{Name: "other"},
+				}}}}
+			})),
+			forbidden: `spec.volumes[0].csi.nodePublishSecretRef.name: secret "other" is not allowed`,
+		},
+		{
+			name:   "an unlisted azureFile secret is refused",
+			cached: []runtime.Object{account("strict", enforcing, listing("db"))},
+			req: create(newPod(runningAs("strict"), func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "az", VolumeSource: corev1.VolumeSource{AzureFile: &corev1.AzureFileVolumeSource{
+					SecretName: "other", ShareName: "share",
+				}}}}
+			})),
+			forbidden: `spec.volumes[0].azureFile.secretName: secret "other" is not allowed`,
+		},
+		{
+			name:   "listed secrets in a projection and a CSI volume are allowed",
+			cached: []runtime.Object{account("strict", enforcing, listing("db", "csi"))},
+			req: create(newPod(runningAs("strict"), automounting(false), withProjection(corev1.VolumeProjection{
+				Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}},
+			}), func(p *corev1.Pod) {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "csi", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+					Driver: "d.example.com", NodePublishSecretRef: &corev1.LocalObjectReference{Name: "csi"},
+				}}})
+			})),
 		},
 		{
 			name:   "an unlisted pull secret is refused",

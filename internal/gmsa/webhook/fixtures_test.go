@@ -237,6 +237,26 @@ func request(op admissionv1.Operation, subresource string, pod, old *corev1.Pod)
 	return r
 }
 
+// bind is the admission request of a pods/binding of pod web carrying annotations.
+func bind(annotations map[string]string) *admissionv1.AdmissionRequest {
+	b := &corev1.Binding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Binding"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: annotations},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: "node1"},
+	}
+	return &admissionv1.AdmissionRequest{
+		UID:         "uid-bind",
+		Kind:        metav1.GroupVersionKind{Version: "v1", Kind: "Binding"},
+		Resource:    metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		SubResource: "binding",
+		Name:        "web",
+		Namespace:   "default",
+		Operation:   admissionv1.Create,
+		UserInfo:    bob,
+		Object:      runtime.RawExtension{Raw: mustJSON(b)},
+	}
+}
+
 func create(pod *corev1.Pod) *admissionv1.AdmissionRequest {
 	return request(admissionv1.Create, "", pod, nil)
 }

@@ -20,6 +20,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -276,23 +277,22 @@ func webhookSpecs(t *testing.T) (mutating, validating []webhookSpec) {
 	return mutating, validating
 }
 
-func rules(podOps ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+func rule(ops []admissionregistrationv1.OperationType, resources ...string) admissionregistrationv1.RuleWithOperations {
 	scope := admissionregistrationv1.NamespacedScope
-	rule := func(resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.RuleWithOperations {
-		return admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}, Scope: &scope}}
-	}
-	return []admissionregistrationv1.RuleWithOperations{rule("pods", podOps...), rule("pods/ephemeralcontainers", admissionregistrationv1.Update)}
+	return admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
+		APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: resources, Scope: &scope}}
 }
 
 // TestManifestsWebhookConfigurations checks what every webhook has in common: the service and
 // path, v1 reviews, no side effects, Fail, 10 s, the pod rules, never the webhook's namespace.
 func TestManifestsWebhookConfigurations(t *testing.T) {
 	mutating, validating := webhookSpecs(t)
+	create, update := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
 	wantRules := map[string][]admissionregistrationv1.RuleWithOperations{
 		// The expander has nothing to fill on an update other than of debug containers.
-		"/mutate":   rules(admissionregistrationv1.Create),
-		"/validate": rules(admissionregistrationv1.Create, admissionregistrationv1.Update),
+		"/mutate": {rule(create, "pods"), rule(update, "pods/ephemeralcontainers")},
+		// The authorizer also sees the other writes of a pod's annotations.
+		"/validate": {rule(append(create, update...), "pods"), rule(update, "pods/ephemeralcontainers", "pods/status"), rule(create, "pods/binding")},
 	}
 	for _, w := range append(mutating, validating...) {
 		if s := w.service; s == nil || s.Namespace != namespace || s.Name != serviceName || s.Path == nil || *s.Path != w.path || s.Port == nil || *s.Port != 443 {
@@ -395,10 +395,60 @@ func TestManifestsMatching(t *testing.T) {
 	}
 }
 
-// matches runs a webhook's match conditions on a write of pod as the API server does, after
-// checking that they compile both as new expressions (what the API server requires of a
-// configuration being written) and as stored ones.
+// TestManifestsMatchingMetadataWrites: status writes and bindings reach the validating webhook
+// only when they involve the alpha annotations, in every namespace but the webhook's own.
+func TestManifestsMatchingMetadataWrites(t *testing.T) {
+	alpha := annotate(podNameAnnotation, "webapp1")
+	linux := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"} }
+	binding := func(annotations map[string]string) *corev1.Binding {
+		return &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: annotations},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}
+	}
+	cases := []struct {
+		name        string
+		obj, old    runtime.Object
+		subresource string
+		op          admission.Operation
+		sent        bool
+	}{
+		{name: "status of a Linux pod", obj: newPod(linux, annotate("team", "web")), old: newPod(linux), subresource: "status", op: admission.Update},
+		{name: "status of a GMSA pod", obj: newPod(onApp("webapp1", webapp1)), old: newPod(onApp("webapp1", webapp1)), subresource: "status", op: admission.Update},
+		{name: "status adding alpha annotations", obj: newPod(linux, alpha), old: newPod(linux), subresource: "status", op: admission.Update, sent: true},
+		{name: "status of a pod with alpha annotations", obj: newPod(linux, alpha), old: newPod(linux, alpha), subresource: "status", op: admission.Update, sent: true},
+		{name: "binding", obj: binding(map[string]string{"team": "web"}), subresource: "binding", op: admission.Create},
+		{name: "binding with alpha annotations", obj: binding(map[string]string{podNameAnnotation: "webapp1"}), subresource: "binding", op: admission.Create, sent: true},
+	}
+	_, validating := webhookSpecs(t)
+	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	for _, tc := range cases {
+		for _, ns := range []labels.Set{{"kubernetes.io/metadata.name": "default"}, {"kubernetes.io/metadata.name": "team", optInLabel: "true"}} {
+			var called []string
+			for _, w := range validating {
+				if selects(t, w.namespaceSelector, ns) && matchesWrite(t, compiler, w, tc.obj, tc.old, tc.subresource, tc.op) {
+					called = append(called, w.name)
+				}
+			}
+			if want := map[bool]int{false: 0, true: 1}[tc.sent]; len(called) != want {
+				t.Errorf("%s in namespace %v: called %q, want %d webhook", tc.name, ns, called, want)
+			}
+		}
+	}
+}
+
+// matches runs a webhook's match conditions on a write of pod as the API server does.
 func matches(t *testing.T, compiler plugincel.ConditionCompiler, w webhookSpec, pod, old *corev1.Pod, op admission.Operation) bool {
+	t.Helper()
+	var oldObj runtime.Object
+	if old != nil {
+		oldObj = old
+	}
+	return matchesWrite(t, compiler, w, pod, oldObj, "", op)
+}
+
+// matchesWrite runs a webhook's match conditions on a write of obj (to subresource) as the API
+// server does, after checking that they compile both as new expressions (what the API server
+// requires of a configuration being written) and as stored ones.
+func matchesWrite(t *testing.T, compiler plugincel.ConditionCompiler, w webhookSpec, obj, old runtime.Object, subresource string, op admission.Operation) bool {
 	t.Helper()
 	if len(w.matchConditions) == 0 {
 		return true
@@ -415,16 +465,19 @@ func matches(t *testing.T, compiler plugincel.ConditionCompiler, w webhookSpec, 
 	}
 	evaluator := compiler.CompileCondition(exprs, decls, environment.StoredExpressions)
 	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
-	var oldObj runtime.Object
-	if old != nil {
-		oldObj = old
+	if _, ok := obj.(*corev1.Binding); ok {
+		gvk = corev1.SchemeGroupVersion.WithKind("Binding")
 	}
-	attrs := admission.NewAttributesRecord(pod, oldObj, gvk, pod.Namespace, pod.Name, corev1.SchemeGroupVersion.WithResource("pods"), "", op,
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := admission.NewAttributesRecord(obj, old, gvk, m.GetNamespace(), m.GetName(), corev1.SchemeGroupVersion.WithResource("pods"), subresource, op,
 		nil, false, &user.DefaultInfo{Name: "bob"})
-	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(pod), VersionedOldObject: admission.NewLazyObject(oldObj)}
+	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: admission.NewLazyObject(obj), VersionedOldObject: admission.NewLazyObject(old)}
 	result := matchconditions.NewMatcher(evaluator, w.failurePolicy, "webhook", "admit", w.name).Match(context.Background(), versioned, nil, nil)
 	if result.Error != nil {
-		t.Fatalf("%s: match conditions failed on %s: %v", w.name, pod.Name, result.Error)
+		t.Fatalf("%s: match conditions failed on %s: %v", w.name, m.GetName(), result.Error)
 	}
 	return result.Matches
 }

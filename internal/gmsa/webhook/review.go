@@ -32,8 +32,12 @@ const maxReviewBytes = 8 << 20
 // (admissionReviewVersions: [v1]).
 var reviewVersion = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
 
-// podKind is the kind of the object of a write to pods or pods/ephemeralcontainers.
-var podKind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+// podKind is the kind of the object of a write to pods, pods/status or pods/ephemeralcontainers;
+// bindingKind, of a pods/binding.
+var (
+	podKind     = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	bindingKind = metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}
+)
 
 // badReview is an AdmissionReview the webhook cannot answer as one: it is answered with an HTTP
 // status and the message, since there may be no well-formed request to carry a response.
@@ -49,10 +53,13 @@ func badRequest(format string, args ...any) *badReview {
 // admissionRequest is what a review asks of the GMSA logic.
 type admissionRequest struct {
 	uid types.UID
-	// Request.Pod is nil when the review is about something the GMSA logic does not govern: another
-	// resource, a subresource other than pods/ephemeralcontainers, an operation other than create
-	// and update. Those are allowed untouched.
+	// Request.Pod is nil when the review is not about a write of a pod the GMSA logic governs: a
+	// binding, another resource, a subresource other than pods/status and
+	// pods/ephemeralcontainers, an operation other than create and update. Those are allowed
+	// untouched, bindings once checked.
 	gmsa.Request
+	// binding is the pods/binding being created, whose annotations go onto the pod.
+	binding *corev1.Binding
 }
 
 // decodeReview reads an AdmissionReview v1 and what its request asks. Anything malformed — not
@@ -78,14 +85,24 @@ func decodeReview(body []byte) (*admissionRequest, *badReview) {
 	}
 	out := &admissionRequest{uid: r.UID}
 	op := admission.Operation(r.Operation)
-	if r.Resource.Group != "" || r.Resource.Resource != "pods" ||
-		(r.SubResource != "" && r.SubResource != "ephemeralcontainers") ||
-		(op != admission.Create && op != admission.Update) {
+	if r.Resource.Group != "" || r.Resource.Resource != "pods" || (op != admission.Create && op != admission.Update) {
 		return out, nil
 	}
 	what := r.Resource.Resource
 	if r.SubResource != "" {
 		what += "/" + r.SubResource
+	}
+	switch r.SubResource {
+	case "", "ephemeralcontainers", "status":
+	case "binding":
+		if r.Kind != bindingKind {
+			return nil, badRequest("request.kind of a %s of %s is group %q version %q kind %q, want a v1 Binding", op, what, r.Kind.Group, r.Kind.Version, r.Kind.Kind)
+		}
+		var bad *badReview
+		out.binding, bad = decodeBinding(r.Object)
+		return out, bad
+	default:
+		return out, nil
 	}
 	if r.Kind != podKind {
 		return nil, badRequest("request.kind of a %s of %s is group %q version %q kind %q, want a v1 Pod", op, what, r.Kind.Group, r.Kind.Version, r.Kind.Kind)
@@ -144,6 +161,26 @@ func decodePod(obj runtime.RawExtension, what string) (*corev1.Pod, *badReview) 
 		return nil, badRequest("%s has no spec", what)
 	}
 	return &corev1.Pod{TypeMeta: shape.TypeMeta, ObjectMeta: shape.ObjectMeta, Spec: *shape.Spec}, nil
+}
+
+// decodeBinding reads a v1 Binding as strictly as decodePod reads a pod.
+func decodeBinding(obj runtime.RawExtension) (*corev1.Binding, *badReview) {
+	raw := bytes.TrimSpace(obj.Raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, badRequest("request.object is null")
+	}
+	var b corev1.Binding
+	duplicates, err := kjson.UnmarshalStrict(raw, &b, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, badRequest("decoding request.object as a Binding: %v", err)
+	}
+	if len(duplicates) > 0 {
+		return nil, badRequest("decoding request.object as a Binding: %v", errors.Join(duplicates...))
+	}
+	if (b.APIVersion != "" && b.APIVersion != "v1") || (b.Kind != "" && b.Kind != "Binding") {
+		return nil, badRequest("request.object has apiVersion %q kind %q, want a v1 Binding", b.APIVersion, b.Kind)
+	}
+	return &b, nil
 }
 
 // requester is the user of the request as the API server authenticated it.

@@ -1,6 +1,7 @@
 // Package webhook serves the GMSA expander and authorizer of package gmsa as admission webhooks
 // for any Kubernetes cluster (idplane gmsa-webhook): AdmissionReview v1 over HTTPS at /mutate
-// (the expander, answering with a JSON Patch) and /validate (the authorizer), and /health.
+// (the expander, answering with a JSON Patch) and /validate (the authorizer, also on pods/status
+// and pods/binding, which write a pod's annotations), and /health.
 // GMSACredentialSpecs are read from the cluster with the dynamic client and use is asked with
 // LocalSubjectAccessReviews (cluster.go); the TLS certificate is reloaded when its files change
 // (server.go).
@@ -137,8 +138,14 @@ func (h *Handler) mutate(ctx context.Context, req *admissionRequest) *admissionv
 	return allowed(patch)
 }
 
-// validate runs the authorizer.
+// validate runs the authorizer, on a pod or on a binding's annotations.
 func (h *Handler) validate(ctx context.Context, req *admissionRequest) *admissionv1.AdmissionResponse {
+	if req.binding != nil {
+		if err := h.authorizer.AuthorizeBinding(req.binding); err != nil {
+			return denied(err)
+		}
+		return allowed(nil)
+	}
 	if req.Pod == nil {
 		return allowed(nil)
 	}

@@ -63,6 +63,15 @@ func TestMalformedRequests(t *testing.T) {
 		{name: "null object", body: withRequest(func(r map[string]any) { r["object"] = nil }), code: http.StatusBadRequest, says: "request.object is null"},
 		{name: "no object", body: withRequest(func(r map[string]any) { delete(r, "object") }), code: http.StatusBadRequest, says: "request.object is null"},
 		{name: "update without the stored pod", body: update, code: http.StatusBadRequest, says: "request.oldObject is null"},
+		{name: "binding of another kind", body: reviewOf(func() *admissionv1.AdmissionRequest { r := bind(nil); r.Kind.Kind = "Pod"; return r }()),
+			code: http.StatusBadRequest, says: `request.kind of a CREATE of pods/binding is group "" version "v1" kind "Pod", want a v1 Binding`},
+		{name: "binding that is a pod", body: reviewOf(func() *admissionv1.AdmissionRequest { r := bind(nil); r.Object.Raw = mustJSON(newPod()); return r }()),
+			code: http.StatusBadRequest, says: `request.object has apiVersion "v1" kind "Pod", want a v1 Binding`},
+		{name: "binding with a field twice", body: reviewOf(func() *admissionv1.AdmissionRequest {
+			r := bind(nil)
+			r.Object.Raw = []byte(`{"metadata":{"name":"web"},"metadata":{"name":"web","annotations":{"x":"y"}},"target":{"name":"node1"}}`)
+			return r
+		}()), code: http.StatusBadRequest, says: "decoding request.object as a Binding"},
 		{name: "object not a pod", body: withRequest(func(r map[string]any) { r["object"] = map[string]any{"spec": 5} }), code: http.StatusBadRequest, says: "decoding request.object as a Pod"},
 		{name: "object a string", body: withRequest(func(r map[string]any) { r["object"] = "pod" }), code: http.StatusBadRequest, says: "decoding request.object as a Pod"},
 		{
@@ -147,8 +156,7 @@ func TestNotGoverned(t *testing.T) {
 	connect.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}
 	connect.Object.Raw = []byte(`{"kind":"PodExecOptions","apiVersion":"v1","command":["cmd"]}`)
 	status := request(admissionv1.Update, "status", unknown, unknown)
-	binding := request(admissionv1.Create, "binding", unknown, nil)
-	binding.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}
+	binding := bind(nil)
 	cases := map[string]*admissionv1.AdmissionRequest{
 		"a ConfigMap":           configMap,
 		"pods of another group": otherGroup,
@@ -339,6 +347,22 @@ func TestValidate(t *testing.T) {
 		setup func(*cluster)
 	}{
 		{name: "no GMSA", req: create(newPod())},
+		{
+			name: "status write adding alpha annotations: 400", opts: alpha,
+			req:  request(admissionv1.Update, "status", newPod(annotate(podNameAnnotation, "webapp1"), annotate(podContentsAnnotation, `{"forged":true}`)), newPod()),
+			code: 400, reason: metav1.StatusReasonBadRequest,
+			says: []string{`metadata.annotations[pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name] changed from "" to "webapp1"`},
+		},
+		{
+			name: "status write keeping the specs", opts: alpha,
+			req: request(admissionv1.Update, "status", newPod(annotate(podNameAnnotation, "webapp1"), annotate("team", "web")), newPod(annotate(podNameAnnotation, "webapp1"))),
+		},
+		{
+			name: "binding carrying alpha annotations: 400", opts: alpha, req: bind(map[string]string{podNameAnnotation: "webapp1"}),
+			code: 400, reason: metav1.StatusReasonBadRequest,
+			says: []string{`metadata.annotations[pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name] set to "webapp1" by a binding`},
+		},
+		{name: "binding carrying alpha annotations with the option off", req: bind(map[string]string{podNameAnnotation: "webapp1"})},
 		{name: "expanded pod, service account allowed", req: create(expanded), asked: []string{saDefault}},
 		{name: "contents in another form, same JSON value", req: create(newPod(onApp("webapp1", webapp1))), asked: []string{saDefault}},
 		{

@@ -28,6 +28,9 @@ func testPod() *corev1.Pod {
 				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 				{Name: "logs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log/web"}}},
 				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}},
+				{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}},
 			},
 			Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
 		},
@@ -36,8 +39,11 @@ func testPod() *corev1.Pod {
 
 func testDirs() map[string]string {
 	return map[string]string{
-		"token": volDir + "/token",
-		"data":  volDir + "/data",
+		"token":    volDir + "/token",
+		"data":     volDir + "/data",
+		"creds":    volDir + "/creds",
+		"settings": volDir + "/settings",
+		"info":     volDir + "/info",
 	}
 }
 
@@ -372,6 +378,23 @@ func TestMounts(t *testing.T) {
 			name:   "read-only",
 			mounts: []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/tokens", ReadOnly: true}},
 			want:   []specs.Mount{{Destination: "/var/run/secrets/tokens", Type: "bind", Source: volDir + "/token", Options: []string{"rbind", "ro", "rprivate"}}},
+		},
+		{
+			name: "volumes written from the API are read-only whatever the mount says",
+			mounts: []corev1.VolumeMount{
+				{Name: "token", MountPath: "/var/run/secrets/tokens"},
+				{Name: "creds", MountPath: "/etc/db", ReadOnly: false},
+				{Name: "settings", MountPath: "/etc/app.conf", SubPath: "app.conf"},
+				{Name: "info", MountPath: "/etc/podinfo", MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+				{Name: "creds", MountPath: "/etc/db2", RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyEnabled)},
+			},
+			want: []specs.Mount{
+				{Destination: "/var/run/secrets/tokens", Type: "bind", Source: volDir + "/token", Options: []string{"rbind", "ro", "rprivate"}},
+				{Destination: "/etc/db", Type: "bind", Source: volDir + "/creds", Options: []string{"rbind", "ro", "rprivate"}},
+				{Destination: "/etc/app.conf", Type: "bind", Source: volDir + "/settings/app.conf", Options: []string{"rbind", "ro", "rprivate"}},
+				{Destination: "/etc/podinfo", Type: "bind", Source: volDir + "/info", Options: []string{"rbind", "ro", "rslave"}},
+				{Destination: "/etc/db2", Type: "bind", Source: volDir + "/creds", Options: []string{"rbind", "ro", "rprivate", "rro"}},
+			},
 		},
 		{
 			name: "recursive read-only enabled",

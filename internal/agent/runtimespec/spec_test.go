@@ -5,12 +5,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -45,6 +47,18 @@ func testDirs() map[string]string {
 		"settings": volDir + "/settings",
 		"info":     volDir + "/info",
 	}
+}
+
+// volumeMounts are the spec's mounts of the pod's volumes, without the kernel filesystems
+// every container gets.
+func volumeMounts(s *specs.Spec) []specs.Mount {
+	var out []specs.Mount
+	for _, m := range s.Mounts {
+		if m.Type == "bind" && m.Source != hostShm.Source {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func mustSpec(t *testing.T, p Params) *specs.Spec {
@@ -475,7 +489,7 @@ func TestMounts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Spec: %v", err)
 			}
-			if diff := cmp.Diff(tc.want, s.Mounts); diff != "" {
+			if diff := cmp.Diff(tc.want, volumeMounts(s)); diff != "" {
 				t.Errorf("mounts (-want +got):\n%s", diff)
 			}
 		})
@@ -507,8 +521,8 @@ func TestEphemeralContainer(t *testing.T) {
 	if !strings.Contains(strings.Join(s.Process.Capabilities.Bounding, " "), "CAP_SYS_PTRACE") {
 		t.Errorf("capabilities %v lack CAP_SYS_PTRACE", s.Process.Capabilities.Bounding)
 	}
-	if len(s.Mounts) != 1 || s.Mounts[0].Source != volDir+"/data" {
-		t.Errorf("mounts %+v", s.Mounts)
+	if m := volumeMounts(s); len(m) != 1 || m[0].Source != volDir+"/data" {
+		t.Errorf("mounts %+v", m)
 	}
 }
 
@@ -529,7 +543,7 @@ func TestProcessAndIdentity(t *testing.T) {
 	if diff := cmp.Diff([]string{"/bin/app", "--listen=0.0.0.0:$(PORT)", "--greeting=hi", "$(ADDR)", "$(UNDEFINED)", "$(SECRET)"}, s.Process.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"HOST=127.0.0.1", "ADDR=0.0.0.0:$(PORT)", "PORT=8080", "GREETING=hi"}, s.Process.Env); diff != "" {
+	if diff := cmp.Diff([]string{"PATH=" + defaultPath, "HOST=127.0.0.1", "ADDR=0.0.0.0:$(PORT)", "PORT=8080", "GREETING=hi"}, s.Process.Env); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
 	}
 	if s.Process.Cwd != "/srv" {
@@ -618,6 +632,10 @@ func TestGoldenLinux(t *testing.T) {
 		Args:       []string{"--port=$(PORT)"},
 		Env:        []corev1.EnvVar{{Name: "PORT", Value: "8080"}},
 		WorkingDir: "/srv",
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),
@@ -646,5 +664,205 @@ func TestGoldenLinux(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("config.json differs from %s (-want +got):\n%s", golden, diff)
+	}
+}
+
+// TestLinuxRuntimeDefaults checks what a runtime needs to run the spec as it is: namespaces,
+// kernel filesystems, masked paths, devices, rlimits, resources and PATH.
+func TestLinuxRuntimeDefaults(t *testing.T) {
+	ns := func(types ...specs.LinuxNamespaceType) []specs.LinuxNamespace {
+		var out []specs.LinuxNamespace
+		for _, typ := range types {
+			out = append(out, specs.LinuxNamespace{Type: typ})
+		}
+		return out
+	}
+	destinations := func(ms []specs.Mount) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Destination+" "+m.Type+" "+strings.Join(m.Options, ","))
+		}
+		return out
+	}
+	standard := []string{
+		"/proc proc nosuid,noexec,nodev",
+		"/dev tmpfs nosuid,strictatime,mode=755,size=65536k",
+		"/dev/pts devpts nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5",
+		"/dev/shm tmpfs nosuid,noexec,nodev,mode=1777,size=65536k",
+		"/dev/mqueue mqueue nosuid,noexec,nodev",
+		"/sys sysfs nosuid,noexec,nodev,ro",
+		"/sys/fs/cgroup cgroup nosuid,noexec,nodev,relatime,ro",
+	}
+	for _, tc := range []struct {
+		name       string
+		pod        func(*corev1.Pod)
+		namespaces []specs.LinuxNamespace
+		hostname   string
+		mounts     []string
+		masked     bool
+		devices    int // rules in the device cgroup; 1 is allow-all
+	}{
+		{
+			name:       "own namespaces",
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web", mounts: standard, masked: true, devices: len(defaultDevices),
+		},
+		{
+			name:       "host PID",
+			pod:        func(p *corev1.Pod) { p.Spec.HostPID = true },
+			namespaces: ns(specs.MountNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web", mounts: standard, masked: true, devices: len(defaultDevices),
+		},
+		{
+			name:       "host IPC: the host's /dev/shm",
+			pod:        func(p *corev1.Pod) { p.Spec.HostIPC = true },
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web",
+			mounts:     slices.Concat(standard[:3], []string{"/dev/shm bind rbind,rw,rprivate"}, standard[4:]),
+			masked:     true, devices: len(defaultDevices),
+		},
+		{
+			name:       "host network: the host's UTS namespace and no hostname",
+			pod:        func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace),
+			mounts:     standard, masked: true, devices: len(defaultDevices),
+		},
+		{
+			name: "privileged: /sys read-write, nothing masked, every device",
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			},
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web",
+			mounts: slices.Concat(standard[:5], []string{
+				"/sys sysfs nosuid,noexec,nodev,rw", "/sys/fs/cgroup cgroup nosuid,noexec,nodev,relatime,rw",
+			}),
+			devices: 1,
+		},
+		{
+			name: "procMount Unmasked",
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}
+			},
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web", mounts: standard, devices: len(defaultDevices),
+		},
+		{
+			name: "a volume at /dev/shm replaces the tmpfs",
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/dev/shm/"}}
+			},
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web",
+			mounts:     slices.Concat(standard[:3], standard[4:], []string{"/dev/shm/ bind rbind,rw,rprivate"}),
+			masked:     true, devices: len(defaultDevices),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod()
+			if tc.pod != nil {
+				tc.pod(pod)
+			}
+			s := mustSpec(t, Params{Pod: pod, Container: &pod.Spec.Containers[0], VolumeDirs: testDirs()})
+			if s.Linux == nil {
+				t.Fatal("no linux section")
+			}
+			if diff := cmp.Diff(tc.namespaces, s.Linux.Namespaces); diff != "" {
+				t.Errorf("namespaces (-want +got):\n%s", diff)
+			}
+			if s.Hostname != tc.hostname {
+				t.Errorf("hostname %q, want %q", s.Hostname, tc.hostname)
+			}
+			if diff := cmp.Diff(tc.mounts, destinations(s.Mounts)); diff != "" {
+				t.Errorf("mounts (-want +got):\n%s", diff)
+			}
+			wantMasked, wantRO := []string(nil), []string(nil)
+			if tc.masked {
+				wantMasked = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+					"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+					"/sys/firmware", "/sys/devices/virtual/powercap"}
+				wantRO = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+			}
+			if !cmp.Equal(wantMasked, s.Linux.MaskedPaths) || !cmp.Equal(wantRO, s.Linux.ReadonlyPaths) {
+				t.Errorf("masked %v read-only %v, want %v and %v", s.Linux.MaskedPaths, s.Linux.ReadonlyPaths, wantMasked, wantRO)
+			}
+			if s.Linux.Resources == nil || len(s.Linux.Resources.Devices) != tc.devices {
+				t.Fatalf("device cgroup %+v, want %d rules", s.Linux.Resources, tc.devices)
+			}
+			if d := s.Linux.Resources.Devices[0]; d.Allow != (tc.devices == 1) || d.Access != "rwm" || d.Type != "" {
+				t.Errorf("first device rule %+v", d)
+			}
+			if diff := cmp.Diff([]specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024}}, s.Process.Rlimits); diff != "" {
+				t.Errorf("rlimits (-want +got):\n%s", diff)
+			}
+			if len(s.Process.Env) == 0 || s.Process.Env[0] != "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" {
+				t.Errorf("env %v does not start with the default PATH", s.Process.Env)
+			}
+		})
+	}
+}
+
+func TestPathFromEnvWins(t *testing.T) {
+	pod := testPod()
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "PATH", Value: "/opt/bin"}}
+	s := mustSpec(t, Params{Pod: pod, Container: &pod.Spec.Containers[0]})
+	if diff := cmp.Diff([]string{"A=1", "PATH=/opt/bin"}, s.Process.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+}
+
+func TestResources(t *testing.T) {
+	u := func(v uint64) *uint64 { return &v }
+	i := func(v int64) *int64 { return &v }
+	rl := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for j := 0; j < len(kv); j += 2 {
+			l[corev1.ResourceName(kv[j])] = resource.MustParse(kv[j+1])
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name     string
+		res      corev1.ResourceRequirements
+		cpu      *specs.LinuxCPU
+		memLimit *int64
+	}{
+		{name: "nothing: the least weight, no limits", cpu: &specs.LinuxCPU{Shares: u(2)}},
+		{
+			name: "requests and limits",
+			res:  corev1.ResourceRequirements{Requests: rl("cpu", "250m", "memory", "64Mi"), Limits: rl("cpu", "1500m", "memory", "128Mi")},
+			cpu:  &specs.LinuxCPU{Shares: u(256), Quota: i(150000), Period: u(100000)}, memLimit: i(128 << 20),
+		},
+		{
+			name: "a limit alone is the request too",
+			res:  corev1.ResourceRequirements{Limits: rl("cpu", "2")},
+			cpu:  &specs.LinuxCPU{Shares: u(2048), Quota: i(200000), Period: u(100000)},
+		},
+		{
+			name: "tiny request and limit: the kernel's least",
+			res:  corev1.ResourceRequirements{Requests: rl("cpu", "1m"), Limits: rl("cpu", "1m")},
+			cpu:  &specs.LinuxCPU{Shares: u(2), Quota: i(1000), Period: u(100000)},
+		},
+		{
+			name: "huge request and limit: capped, not wrapped around",
+			res:  corev1.ResourceRequirements{Requests: rl("cpu", "9e15"), Limits: rl("cpu", "9e15", "memory", "1Ei")},
+			cpu:  &specs.LinuxCPU{Shares: u(262144), Quota: i(17592186000000), Period: u(100000)}, memLimit: i(1 << 60),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod()
+			pod.Spec.Containers[0].Resources = tc.res
+			s := mustSpec(t, Params{Pod: pod, Container: &pod.Spec.Containers[0]})
+			if diff := cmp.Diff(tc.cpu, s.Linux.Resources.CPU); diff != "" {
+				t.Errorf("cpu (-want +got):\n%s", diff)
+			}
+			var got *int64
+			if s.Linux.Resources.Memory != nil {
+				got = s.Linux.Resources.Memory.Limit
+			}
+			if diff := cmp.Diff(tc.memLimit, got); diff != "" {
+				t.Errorf("memory limit (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

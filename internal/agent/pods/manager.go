@@ -342,6 +342,13 @@ func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 	if err != nil {
 		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}
 	}
+	w.OnRepair = func(reasons []string) {
+		// Someone with access to the node's disk, or a container from before its mount was
+		// read-only, changed the volume; it is written again from the API, and said so.
+		klog.FromContext(ctx).Info("Rewriting a tampered volume", "pod", klog.KObj(pod), "volume", v.Name, "found", reasons)
+		m.c.Recorder.Eventf(pod, corev1.EventTypeWarning, "VolumeTampered",
+			"volume %q held entries the agent did not write (%s); rewritten from the API", v.Name, strings.Join(reasons, "; "))
+	}
 	changed, err := w.Write(files)
 	if err != nil {
 		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,9 +171,11 @@ func TestDeletedPodIsRemoved(t *testing.T) {
 		_, err := os.Stat(filepath.Join(h.volumeDir(p, "tok"), "token"))
 		return err == nil
 	})
-	if _, err := os.Stat(filepath.Join(h.root, "pods", string(p.UID), "containers", "c", "config.json")); err != nil {
-		t.Errorf("runtime spec: %v", err)
-	}
+	// The specs are written after every volume.
+	eventually(t, "the runtime spec", func() bool {
+		_, err := os.Stat(filepath.Join(h.root, "pods", string(p.UID), "containers", "c", "config.json"))
+		return err == nil
+	})
 	if err := h.client.CoreV1().Pods("ns").Delete(context.Background(), "p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +273,61 @@ func TestConditionWrittenOnce(t *testing.T) {
 	}
 	if patches != 1 {
 		t.Errorf("%d status patches, want 1", patches)
+	}
+}
+
+// TestTamperedVolumeIsRewritten: a link planted in a secret volume (as a container with a
+// read-write mount once did) does not stop the volume's updates; the next update rewrites it
+// from the API, leaves the link's target alone, and says so in an event.
+func TestTamperedVolumeIsRewritten(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"a": []byte("v1")}}
+	p := pod("p", secretVolume("v", "s"))
+	h := start(t, secret, p)
+	dir := h.volumeDir(p, "v")
+	eventually(t, "the first version", func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, "a"))
+		return err == nil && string(data) == "v1"
+	})
+	outside := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(outside, []byte("root:x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "..data", "a"), []byte("forged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "..data", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "..data", "x", "pw")); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, version := range []string{"v2", "v3"} {
+		secret.Data["a"] = []byte(version)
+		if _, err := h.client.CoreV1().Secrets("ns").Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the secret's "+version, func() bool {
+			data, err := os.ReadFile(filepath.Join(dir, "a"))
+			return err == nil && string(data) == version
+		})
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "..data", "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the planted directory survived: %v", err)
+	}
+	if data, err := os.ReadFile(outside); err != nil || string(data) != "root:x" {
+		t.Errorf("the link's target: %q, %v", data, err)
+	}
+	if c := h.condition(t, p); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("CredentialsReady: %+v", c)
+	}
+	found := false
+	for len(h.events.Events) > 0 {
+		if e := <-h.events.Events; strings.Contains(e, "VolumeTampered") && strings.Contains(e, "x/pw") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no VolumeTampered event naming the planted link")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -329,5 +331,41 @@ func TestTamperedVolumeIsRewritten(t *testing.T) {
 	}
 	if !found {
 		t.Error("no VolumeTampered event naming the planted link")
+	}
+}
+
+// TestRuntimeSpecEnvFromTheAPI: the spec carries env values from secrets, config maps and the
+// pod, and waits (without an event) for a secret the environment names that is not there yet.
+func TestRuntimeSpecEnvFromTheAPI(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"MODE": "fast"}}
+	p := pod("p")
+	p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
+	p.Spec.Containers[0].Env = []corev1.EnvVar{
+		{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "late"}, Key: "pw"}}},
+		{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory", Divisor: resource.MustParse("1Mi")}}},
+	}
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	h := start(t, cm, p)
+	eventually(t, "the spec waiting for the secret", func() bool {
+		c := h.condition(t, p)
+		return c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, `secret "late"`)
+	})
+	if len(h.events.Events) > 0 {
+		t.Errorf("an event for a secret that is merely not there yet: %s", <-h.events.Events)
+	}
+	_, err := h.client.CoreV1().Secrets("ns").Create(context.Background(),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late"}, Data: map[string][]byte{"pw": []byte("s3cret")}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct{ Process struct{ Env []string } }
+	eventually(t, "the runtime spec", func() bool {
+		data, err := os.ReadFile(filepath.Join(h.root, "pods", string(p.UID), "containers", "c", "config.json"))
+		return err == nil && json.Unmarshal(data, &spec) == nil
+	})
+	want := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "MODE=fast", "PASSWORD=s3cret", "POD=p", "MEM=64"}
+	if !slices.Equal(spec.Process.Env, want) {
+		t.Errorf("env %q, want %q", spec.Process.Env, want)
 	}
 }

@@ -7,7 +7,8 @@
 // read-only paths, device allowlist, rlimits, PATH) and the pod's settings on top.
 //
 // Left to whoever runs the container, because they need the image or the API: the image's
-// user, entrypoint and environment; env values from valueFrom and envFrom; seccomp profiles,
+// user, entrypoint and environment; env values from valueFrom and envFrom unless Params.Env
+// resolves them; seccomp profiles,
 // SELinux labels and AppArmor profiles (EffectiveSecurityContext carries them); the cgroup
 // parent; joining the namespaces of a pod sandbox; the Windows layer folders.
 package runtimespec
@@ -51,6 +52,8 @@ type Params struct {
 	// DIR/pods/<uid>/volumes/<name>). A hostPath volume missing from it is its own path; any other
 	// volume missing from it has no directory and cannot be mounted.
 	VolumeDirs map[string]string
+	// Env resolves env entries with valueFrom and envFrom; nil leaves them out.
+	Env EnvSource
 }
 
 // Spec returns the OCI runtime spec for one container.
@@ -68,7 +71,10 @@ func Spec(p Params) (*specs.Spec, error) {
 
 func spec(p Params) (*specs.Spec, error) {
 	pod, c := p.Pod, p.Container
-	env := environment(c.Env)
+	env, err := environment(c, p.Env)
+	if err != nil {
+		return nil, err
+	}
 	args := make([]string, 0, len(c.Command)+len(c.Args))
 	for _, a := range slices.Concat(c.Command, c.Args) {
 		v, _ := expand(a, env.lookup)

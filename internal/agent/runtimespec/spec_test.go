@@ -3,6 +3,7 @@ package runtimespec
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -862,6 +863,121 @@ func TestResources(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.memLimit, got); diff != "" {
 				t.Errorf("memory limit (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fakeEnv resolves valueFrom by the referenced key, and envFrom by object name.
+type fakeEnv struct {
+	values  map[string]string // "secret/name/key", "configMap/name/key", "field/path"
+	objects map[string]map[string]string
+}
+
+func (f fakeEnv) Value(src *corev1.EnvVarSource) (string, bool, error) {
+	var key string
+	optional := false
+	switch {
+	case src.SecretKeyRef != nil:
+		key, optional = "secret/"+src.SecretKeyRef.Name+"/"+src.SecretKeyRef.Key, ptr.Deref(src.SecretKeyRef.Optional, false)
+	case src.ConfigMapKeyRef != nil:
+		key, optional = "configMap/"+src.ConfigMapKeyRef.Name+"/"+src.ConfigMapKeyRef.Key, ptr.Deref(src.ConfigMapKeyRef.Optional, false)
+	case src.FieldRef != nil:
+		key = "field/" + src.FieldRef.FieldPath
+	}
+	v, ok := f.values[key]
+	if !ok && !optional {
+		return "", false, fmt.Errorf("%s is missing", key)
+	}
+	return v, ok, nil
+}
+
+func (f fakeEnv) Object(src *corev1.EnvFromSource) (map[string]string, bool, error) {
+	name := ""
+	if src.SecretRef != nil {
+		name = src.SecretRef.Name
+	}
+	if src.ConfigMapRef != nil {
+		name = src.ConfigMapRef.Name
+	}
+	data, ok := f.objects[name]
+	return data, ok, nil
+}
+
+func TestEnvFromTheAPI(t *testing.T) {
+	src := fakeEnv{
+		values: map[string]string{"secret/db/password": "s3cret", "configMap/cfg/mode": "$(HOST)", "field/metadata.name": "web"},
+		objects: map[string]map[string]string{
+			"shared": {"B": "from-shared", "A": "first"},
+		},
+	}
+	secretKey := func(name, key string, optional bool) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: &optional}}
+	}
+	for _, tc := range []struct {
+		name    string
+		c       corev1.Container
+		want    []string
+		args    []string
+		wantErr string
+	}{
+		{
+			name: "valueFrom and envFrom in the kubelet's order, values not expanded",
+			c: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{{Prefix: "S_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}},
+				Env: []corev1.EnvVar{
+					{Name: "HOST", Value: "h"},
+					{Name: "PASSWORD", ValueFrom: secretKey("db", "password", false)},
+					{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "mode"}}},
+					{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "URL", Value: "db://$(POD):$(PASSWORD)"},
+					{Name: "S_B", Value: "overridden"},
+				},
+				Args: []string{"$(POD)", "$(MODE)"},
+			},
+			want: []string{"PATH=" + defaultPath, "S_A=first", "S_B=overridden", "HOST=h", "PASSWORD=s3cret", "MODE=$(HOST)", "POD=web", "URL=db://web:s3cret"},
+			args: []string{"web", "$(HOST)"},
+		},
+		{
+			name: "optional and missing: left out",
+			c: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ghost"}}}},
+				Env:     []corev1.EnvVar{{Name: "X", ValueFrom: secretKey("db", "nope", true)}},
+			},
+			want: []string{"PATH=" + defaultPath},
+		},
+		{
+			name:    "required and missing: no spec",
+			c:       corev1.Container{Env: []corev1.EnvVar{{Name: "X", ValueFrom: secretKey("db", "nope", false)}}},
+			wantErr: "env[0] (X): secret/db/nope is missing",
+		},
+		{
+			name: "a key that cannot be a variable name is refused, not cut",
+			c: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{{Prefix: "A=", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}},
+			},
+			wantErr: `invalid environment variable name "A=A"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod()
+			tc.c.Name = "app"
+			pod.Spec.Containers[0] = tc.c
+			s, err := Spec(Params{Pod: pod, Container: &pod.Spec.Containers[0], Env: src})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, s.Process.Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+			if tc.args != nil && !cmp.Equal(tc.args, s.Process.Args) {
+				t.Errorf("args %q, want %q", s.Process.Args, tc.args)
 			}
 		})
 	}

@@ -331,6 +331,9 @@ func (m *Manager) adoptTokens(pod *corev1.Pod, podDir string) {
 	}
 }
 
+// maxReasonsShown is how many findings a VolumeTampered event names.
+const maxReasonsShown = 3
+
 // writeVolume writes one volume's files, or says why it cannot.
 func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, dir string, src sources) *problem {
 	files, err := volumes.Build(ctx, pod, v, src)
@@ -348,9 +351,14 @@ func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 	w.OnRepair = func(reasons []string) {
 		// Someone with access to the node's disk, or a container from before its mount was
 		// read-only, changed the volume; it is written again from the API, and said so.
-		klog.FromContext(ctx).Info("Rewriting a tampered volume", "pod", klog.KObj(pod), "volume", v.Name, "found", reasons)
+		shown := reasons
+		if len(shown) > maxReasonsShown {
+			// Whoever planted entries chooses how many; the event stays small.
+			shown = append(shown[:maxReasonsShown:maxReasonsShown], fmt.Sprintf("and %d more", len(reasons)-maxReasonsShown))
+		}
+		klog.FromContext(ctx).Info("Rewriting a tampered volume", "pod", klog.KObj(pod), "volume", v.Name, "found", shown)
 		m.c.Recorder.Eventf(pod, corev1.EventTypeWarning, "VolumeTampered",
-			"volume %q held entries the agent did not write (%s); rewritten from the API", v.Name, strings.Join(reasons, "; "))
+			"volume %q held entries the agent did not write (%s); rewritten from the API", v.Name, strings.Join(shown, "; "))
 	}
 	changed, err := w.Write(files)
 	if err != nil {

@@ -10,9 +10,10 @@
 //
 // An update writes a new timestamped directory and replaces ..data with one rename, so every
 // path resolution sees either the old or the new set. Nothing in the directory is trusted:
-// the writer refuses a directory holding anything it would not have written itself, and it
-// resolves names only inside the directory (os.Root), so a planted link cannot take a write,
-// read or removal outside it.
+// anything the writer would not have written itself (a file rewritten, a link planted or
+// retargeted, an extra entry) makes the next write remove it and write the volume again, and
+// every name is resolved only inside the directory (os.Root), so a planted link cannot take a
+// write, read, chmod or removal outside it.
 package atomicwriter
 
 import (
@@ -61,6 +62,11 @@ type Writer struct {
 	dir     string
 	logName string
 	now     func() time.Time
+
+	// OnRepair, when set, is told why a write found entries a Writer does not make (a tampered
+	// volume) before it removed them and wrote the volume again. It is called with the writer's
+	// lock held.
+	OnRepair func(reasons []string)
 
 	mu sync.Mutex
 }
@@ -120,11 +126,22 @@ func (w *Writer) Write(files map[string]FileProjection) (changed bool, err error
 
 	st, err := readState(root)
 	if err != nil {
-		return false, w.errorf("refusing volume directory %s: %w", w.dir, err)
+		return false, w.errorf("reading volume directory %s: %w", w.dir, err)
+	}
+	if st.tampered() {
+		// What is there cannot be trusted, so it is not compared: it is removed and the volume
+		// written again from files, as a volume that never saw the container would be.
+		if err := w.removeForeign(root, st); err != nil {
+			return false, err
+		}
+		if w.OnRepair != nil {
+			w.OnRepair(slices.Sorted(maps.Values(st.foreign)))
+		}
+		return w.replace(root, st, clean)
 	}
 	same, err := st.holds(root, clean)
 	if err != nil {
-		return false, w.errorf("refusing volume directory %s: %w", w.dir, err)
+		return false, w.errorf("reading volume directory %s: %w", w.dir, err)
 	}
 	if same {
 		// Leftovers of an interrupted write are not visible; clearing them is no change.
@@ -192,6 +209,18 @@ func (w *Writer) replace(root *os.Root, st *state, files map[string]FileProjecti
 		return true, w.errorf("%w", err)
 	}
 	return true, nil
+}
+
+// removeForeign removes what a Writer did not make. os.Root keeps every removal inside the
+// volume directory, and removing a link unlinks it: a planted link to /etc/shadow, or to a
+// directory outside, loses the link and nothing else.
+func (w *Writer) removeForeign(root *os.Root, st *state) error {
+	for _, name := range slices.Sorted(maps.Keys(st.foreign)) {
+		if err := root.RemoveAll(name); err != nil {
+			return w.errorf("removing %s, which the writer did not make: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // removeHidden removes every timestamped directory but keep, and a leftover ..data_tmp.
@@ -330,22 +359,28 @@ func (w *Writer) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s: "+format, append([]any{w.logName}, args...)...)
 }
 
-// state is what a volume directory holds, checked to be only what a Writer makes.
+// state is what a volume directory holds, sorted into what a Writer makes and what it does not.
 type state struct {
 	current   string          // the timestamped directory ..data names, "" when there is none
 	staleDirs []string        // other timestamped directories, left by an interrupted write
 	tmpLink   bool            // ..data_tmp, left by an interrupted write
 	visible   map[string]bool // user-visible names, each a link to ..data/<name>
+	// foreign are the entries a Writer would not have made as they are (planted, rewritten or
+	// retargeted, by a container or anyone else), with why; the next write removes them.
+	foreign map[string]string
 }
 
-// readState reads the top of the volume directory with Lstat semantics and refuses anything
-// a Writer would not have made there.
+// tampered says whether the directory holds anything a Writer did not make.
+func (st *state) tampered() bool { return len(st.foreign) > 0 }
+
+// readState reads the top of the volume directory with Lstat semantics. Nothing it finds makes
+// it fail: what a Writer would not have made is recorded in foreign, for the write to replace.
 func readState(root *os.Root) (*state, error) {
 	entries, err := readDir(root, ".")
 	if err != nil {
 		return nil, err
 	}
-	st := &state{visible: map[string]bool{}}
+	st := &state{visible: map[string]bool{}, foreign: map[string]string{}}
 	dirs := map[string]bool{}
 	for _, e := range entries {
 		name, typ := e.Name(), e.Type()
@@ -353,75 +388,88 @@ func readState(root *os.Root) (*state, error) {
 		switch {
 		case name == dataLink:
 			if !isLink {
-				return nil, fmt.Errorf("%s is not a symlink (type %s)", name, typ)
+				st.foreign[name] = fmt.Sprintf("%s is not a symlink (type %s)", name, typ)
+				continue
 			}
 			target, err := root.Readlink(name)
 			if err != nil {
 				return nil, err
 			}
 			if !tsName.MatchString(target) {
-				return nil, fmt.Errorf("%s points to %q, not to a timestamped directory of the volume", name, target)
+				st.foreign[name] = fmt.Sprintf("%s points to %q, not to a timestamped directory of the volume", name, target)
+				continue
 			}
 			st.current = target
 		case name == dataTmpLink:
 			if !isLink {
-				return nil, fmt.Errorf("%s is not a symlink (type %s)", name, typ)
+				st.foreign[name] = fmt.Sprintf("%s is not a symlink (type %s)", name, typ)
+				continue
 			}
 			st.tmpLink = true
 		case tsName.MatchString(name):
 			if !typ.IsDir() {
-				return nil, fmt.Errorf("timestamped %s is not a directory (type %s)", name, typ)
+				st.foreign[name] = fmt.Sprintf("timestamped %s is not a directory (type %s)", name, typ)
+				continue
 			}
 			dirs[name] = true
 		case strings.HasPrefix(name, ".."):
-			return nil, fmt.Errorf("unexpected entry %s among the names reserved for the writer", name)
+			st.foreign[name] = fmt.Sprintf("unexpected entry %s among the names reserved for the writer", name)
 		default:
 			if !isLink {
-				return nil, fmt.Errorf("user-visible %s is not a symlink (type %s)", name, typ)
+				st.foreign[name] = fmt.Sprintf("user-visible %s is not a symlink (type %s)", name, typ)
+				continue
 			}
 			target, err := root.Readlink(name)
 			if err != nil {
 				return nil, err
 			}
 			if target != dataLink+"/"+name {
-				return nil, fmt.Errorf("user-visible %s points to %q, not to %s/%s", name, target, dataLink, name)
+				st.foreign[name] = fmt.Sprintf("user-visible %s points to %q, not to %s/%s", name, target, dataLink, name)
+				continue
 			}
 			st.visible[name] = true
 		}
 	}
-	if st.current != "" && !dirs[st.current] {
-		return nil, fmt.Errorf("%s points to %s, which is missing", dataLink, st.current)
-	}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := checkTree(root, d); err != nil {
+		reason, err := checkTree(root, d)
+		if err != nil {
 			return nil, err
+		}
+		if reason != "" {
+			st.foreign[d] = reason
+			continue
 		}
 		if d != st.current {
 			st.staleDirs = append(st.staleDirs, d)
 		}
 	}
+	if st.current != "" && (!dirs[st.current] || st.foreign[st.current] != "") {
+		// Missing, or foreign: either way ..data shows nothing the writer made.
+		st.foreign[dataLink] = fmt.Sprintf("%s points to %s, which is missing or was tampered with", dataLink, st.current)
+		st.current = ""
+	}
 	return st, nil
 }
 
-// checkTree refuses a timestamped directory holding anything but files and directories: a
-// Writer never puts a link, device or pipe there.
-func checkTree(root *os.Root, dir string) error {
+// checkTree says why a timestamped directory holds something a Writer never puts there (a
+// link, device or pipe), or "".
+func checkTree(root *os.Root, dir string) (string, error) {
 	entries, err := readDir(root, dir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, e := range entries {
 		p := path.Join(dir, e.Name())
 		switch typ := e.Type(); {
 		case typ.IsDir():
-			if err := checkTree(root, p); err != nil {
-				return err
+			if reason, err := checkTree(root, p); err != nil || reason != "" {
+				return reason, err
 			}
 		case !typ.IsRegular():
-			return fmt.Errorf("%s is neither a file nor a directory (type %s)", p, typ)
+			return fmt.Sprintf("%s is neither a file nor a directory (type %s)", p, typ), nil
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // holds reports whether the directory shows exactly files: the same visible names, and in the
@@ -489,7 +537,8 @@ func (c *comparison) tree(rel string) (bool, error) {
 			}
 			c.seen++
 		default:
-			return false, fmt.Errorf("%s/%s is neither a file nor a directory (type %s)", c.base, p, typ)
+			// Planted after the directory was read: not what is wanted, so it is rewritten.
+			return false, nil
 		}
 	}
 	return true, nil
@@ -501,7 +550,7 @@ func (c *comparison) file(name string, f FileProjection) (bool, error) {
 		return false, err
 	}
 	if !before.Mode().IsRegular() {
-		return false, fmt.Errorf("%s is not a regular file (type %s)", name, before.Mode().Type())
+		return false, nil
 	}
 	if before.Size() != int64(len(f.Data)) || before.Mode() != f.Mode {
 		return false, nil
@@ -530,7 +579,8 @@ func (c *comparison) file(name string, f FileProjection) (bool, error) {
 		return false, err
 	}
 	if !os.SameFile(before, opened) {
-		return false, fmt.Errorf("%s changed while being read", name)
+		// Replaced while being read: not the file that was checked, so it is rewritten.
+		return false, nil
 	}
 	onDisk, err := io.ReadAll(io.LimitReader(fh, int64(len(f.Data))+1))
 	if err != nil {

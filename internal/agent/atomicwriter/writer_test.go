@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -162,9 +163,17 @@ func TestWriteRefusesHostileFileSets(t *testing.T) {
 	}
 }
 
-func TestWriteRefusesPlantedEntries(t *testing.T) {
+// TestWriteRebuildsTamperedDirectory: whatever was planted or rewritten in a volume directory,
+// the next write removes it and writes the volume again (instead of refusing it for good, which
+// stopped rotation), and nothing outside the directory is written, chmod'ed or removed through
+// a planted link.
+func TestWriteRebuildsTamperedDirectory(t *testing.T) {
 	files := map[string]FileProjection{
 		"token":  {Data: []byte("tok"), Mode: 0o644},
+		"ca/crt": {Data: []byte("crt"), Mode: 0o644},
+	}
+	rotated := map[string]FileProjection{
+		"token":  {Data: []byte("new"), Mode: 0o600},
 		"ca/crt": {Data: []byte("crt"), Mode: 0o644},
 	}
 	cases := map[string]func(t *testing.T, dir, outside string){
@@ -225,32 +234,99 @@ func TestWriteRefusesPlantedEntries(t *testing.T) {
 			data := filepath.Join(dir, readLink(t, filepath.Join(dir, dataLink)))
 			replaceWithLink(t, filepath.Join(data, "token"), filepath.Join(outside, "secret"))
 		},
+		"link planted in a new directory of the data": func(t *testing.T, dir, outside string) {
+			// The security review's ..data/x/pw -> /etc/shadow.
+			mkdir(t, filepath.Join(dir, dataLink, "x"))
+			if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, dataLink, "x", "pw")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"directory inside the data replaced by a link to a directory outside": func(t *testing.T, dir, outside string) {
+			data := filepath.Join(dir, readLink(t, filepath.Join(dir, dataLink)))
+			replaceWithLink(t, filepath.Join(data, "ca"), outside)
+		},
+		"file inside the data rewritten": func(t *testing.T, dir, outside string) {
+			writeFile(t, filepath.Join(dir, dataLink, "token"), "xyz")
+		},
+		"file inside the data made writable": func(t *testing.T, dir, outside string) {
+			if err := os.Chmod(filepath.Join(dir, dataLink, "ca", "crt"), 0o666); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"extra file inside the data": func(t *testing.T, dir, outside string) {
+			writeFile(t, filepath.Join(dir, dataLink, "ca", "extra"), "x")
+		},
+		"extra file": func(t *testing.T, dir, outside string) {
+			writeFile(t, filepath.Join(dir, "extra"), "x")
+		},
+		"fifo inside the data": func(t *testing.T, dir, outside string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, dataLink, "fifo"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	// Files of the data changed in place are an ordinary difference, rewritten like any other;
+	// the rest are entries a Writer never makes, which OnRepair hears of.
+	contentOnly := map[string]bool{
+		"file inside the data rewritten": true, "file inside the data made writable": true, "extra file inside the data": true,
 	}
 	for name, plant := range cases {
 		t.Run(name, func(t *testing.T) {
-			w, dir := newWriter(t)
-			outside := filepath.Join(filepath.Dir(dir), "outside")
-			mkdir(t, outside)
-			writeFile(t, filepath.Join(outside, "secret"), "host secret")
-			mustWrite(t, w, files)
-			plant(t, dir, outside)
-			before := snapshot(t, filepath.Dir(dir))
+			t.Parallel()
+			for _, next := range []map[string]FileProjection{files, rotated} {
+				w, dir := newWriter(t)
+				outside := filepath.Join(filepath.Dir(dir), "outside")
+				mkdir(t, outside)
+				if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("host secret"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				var repaired []string
+				w.OnRepair = func(reasons []string) { repaired = reasons }
+				mustWrite(t, w, files)
+				plant(t, dir, outside)
+				outsideBefore := snapshot(t, outside)
 
-			// Both an unchanged and a changed file set must be refused.
-			for _, next := range []map[string]FileProjection{files, {"token": {Data: []byte("new"), Mode: 0o600}}} {
 				changed, err := w.Write(next)
-				if err == nil || changed {
-					t.Fatalf("Write = %v, %v; want refusal", changed, err)
+				if err != nil || !changed {
+					t.Fatalf("Write after tampering = %v, %v; want the volume written again", changed, err)
 				}
-				if !strings.Contains(err.Error(), "refusing volume directory") {
-					t.Errorf("error %q does not say the directory was refused", err)
+				if got, want := volumeShape(t, dir), freshShape(t, next); got != want {
+					t.Errorf("volume after the repair:\n%s\nwant, as written into an empty directory:\n%s", got, want)
 				}
-			}
-			if after := snapshot(t, filepath.Dir(dir)); after != before {
-				t.Errorf("refused Write changed something:\nbefore:\n%s\nafter:\n%s", before, after)
+				if after := snapshot(t, outside); after != outsideBefore {
+					t.Errorf("the repair changed something outside the volume:\nbefore:\n%s\nafter:\n%s", outsideBefore, after)
+				}
+				// Rotation goes on as for a volume never tampered with.
+				if mustWrite(t, w, next) {
+					t.Error("a repaired volume is rewritten again with the same files")
+				}
+				third := map[string]FileProjection{"token": {Data: []byte("third"), Mode: 0o600}}
+				if !mustWrite(t, w, third) || volumeShape(t, dir) != freshShape(t, third) {
+					t.Errorf("the update after the repair: %s", volumeShape(t, dir))
+				}
+				if (repaired != nil) == contentOnly[name] {
+					t.Errorf("OnRepair told %q; want it told only of entries a Writer does not make", repaired)
+				}
 			}
 		})
 	}
+}
+
+// volumeShape is snapshot with the timestamped directory's name left out, to compare volumes
+// written at different times.
+func volumeShape(t *testing.T, dir string) string {
+	t.Helper()
+	return anyTSName.ReplaceAllString(snapshot(t, dir), "..TS")
+}
+
+var anyTSName = regexp.MustCompile(`\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d{9}`)
+
+// freshShape is the shape of files written into an empty directory.
+func freshShape(t *testing.T, files map[string]FileProjection) string {
+	t.Helper()
+	w, dir := newWriter(t)
+	mustWrite(t, w, files)
+	return volumeShape(t, dir)
 }
 
 func TestVolumeDirectoryMayNotBeALink(t *testing.T) {

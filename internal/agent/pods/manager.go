@@ -285,8 +285,11 @@ func (m *Manager) writePod(ctx context.Context, pod *corev1.Pod) *problem {
 		return first
 	}
 	for c := range podwalk.Containers(&pod.Spec) {
-		if err := m.writeSpec(pod, c.Container, podDir, volumeDirs); err != nil {
-			return &problem{reason: "RuntimeSpecFailed", message: fmt.Sprintf("container %q: %v", c.Name, err), event: true}
+		env := podEnv{ctx: ctx, objects: m.objects, pod: pod, container: c.Container}
+		if err := m.writeSpec(pod, c.Container, podDir, volumeDirs, env); err != nil {
+			// A secret or config map the environment names that is not there yet is waited
+			// for, like a volume's; its watch brings the pod back when it comes.
+			return &problem{reason: "RuntimeSpecFailed", message: fmt.Sprintf("container %q: %v", c.Name, err), event: !apierrors.IsNotFound(err)}
 		}
 	}
 	return nil
@@ -328,6 +331,9 @@ func (m *Manager) adoptTokens(pod *corev1.Pod, podDir string) {
 	}
 }
 
+// maxReasonsShown is how many findings a VolumeTampered event names.
+const maxReasonsShown = 3
+
 // writeVolume writes one volume's files, or says why it cannot.
 func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, dir string, src sources) *problem {
 	files, err := volumes.Build(ctx, pod, v, src)
@@ -342,6 +348,18 @@ func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 	if err != nil {
 		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}
 	}
+	w.OnRepair = func(reasons []string) {
+		// Someone with access to the node's disk, or a container from before its mount was
+		// read-only, changed the volume; it is written again from the API, and said so.
+		shown := reasons
+		if len(shown) > maxReasonsShown {
+			// Whoever planted entries chooses how many; the event stays small.
+			shown = append(shown[:maxReasonsShown:maxReasonsShown], fmt.Sprintf("and %d more", len(reasons)-maxReasonsShown))
+		}
+		klog.FromContext(ctx).Info("Rewriting a tampered volume", "pod", klog.KObj(pod), "volume", v.Name, "found", shown)
+		m.c.Recorder.Eventf(pod, corev1.EventTypeWarning, "VolumeTampered",
+			"volume %q held entries the agent did not write (%s); rewritten from the API", v.Name, strings.Join(shown, "; "))
+	}
 	changed, err := w.Write(files)
 	if err != nil {
 		return &problem{reason: "FailedMount", message: fmt.Sprintf("volume %q: %v", v.Name, err), event: true}
@@ -353,8 +371,8 @@ func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 }
 
 // writeSpec writes one container's config.json, unless it already holds the same spec.
-func (m *Manager) writeSpec(pod *corev1.Pod, c *corev1.Container, podDir string, volumeDirs map[string]string) error {
-	spec, err := runtimespec.Spec(runtimespec.Params{Pod: pod, Container: c, VolumeDirs: volumeDirs})
+func (m *Manager) writeSpec(pod *corev1.Pod, c *corev1.Container, podDir string, volumeDirs map[string]string, env runtimespec.EnvSource) error {
+	spec, err := runtimespec.Spec(runtimespec.Params{Pod: pod, Container: c, VolumeDirs: volumeDirs, Env: env})
 	if err != nil {
 		return err
 	}
@@ -496,13 +514,33 @@ func (m *Manager) removePodDir(uid types.UID) error {
 	return nil
 }
 
-// objectRefs are the secrets and configmaps the pod's volumes read.
+// objectRefs are the secrets and configmaps the pod's volumes and its containers' environments
+// read.
 func objectRefs(pod *corev1.Pod) []objects.Ref {
 	var refs []objects.Ref
 	add := func(kind objects.Kind, name string) {
 		r := objects.Ref{Kind: kind, Namespace: pod.Namespace, Name: name}
 		if name != "" && !slices.Contains(refs, r) {
 			refs = append(refs, r)
+		}
+	}
+	for c := range podwalk.Containers(&pod.Spec) {
+		for _, from := range c.EnvFrom {
+			switch {
+			case from.SecretRef != nil:
+				add(objects.Secret, from.SecretRef.Name)
+			case from.ConfigMapRef != nil:
+				add(objects.ConfigMap, from.ConfigMapRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			switch {
+			case e.ValueFrom == nil:
+			case e.ValueFrom.SecretKeyRef != nil:
+				add(objects.Secret, e.ValueFrom.SecretKeyRef.Name)
+			case e.ValueFrom.ConfigMapKeyRef != nil:
+				add(objects.ConfigMap, e.ValueFrom.ConfigMapKeyRef.Name)
+			}
 		}
 	}
 	for _, v := range pod.Spec.Volumes {
@@ -554,4 +592,90 @@ type tokenRequester struct{ client kubernetes.Interface }
 
 func (r tokenRequester) CreateToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	return r.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+}
+
+// podEnv resolves a container's valueFrom and envFrom from the objects its pod registered and
+// from the pod itself, as the kubelet does; the node's allocatable resources are not known to
+// the agent, so a resourceFieldRef to a limit the container does not set is refused.
+type podEnv struct {
+	ctx       context.Context
+	objects   *objects.Cache
+	pod       *corev1.Pod
+	container *corev1.Container
+}
+
+func (e podEnv) Value(src *corev1.EnvVarSource) (string, bool, error) {
+	switch {
+	case src.FieldRef != nil:
+		v, err := volumes.EnvFieldValue(e.pod, src.FieldRef)
+		return v, err == nil, err
+	case src.ResourceFieldRef != nil:
+		v, err := volumes.ResourceValue(e.pod, e.container, src.ResourceFieldRef, func() (corev1.ResourceList, error) {
+			return nil, errors.New("the agent does not know the node's allocatable resources")
+		})
+		return v, err == nil, err
+	case src.SecretKeyRef != nil:
+		ref := src.SecretKeyRef
+		obj, err := e.objects.Secret(e.ctx, e.pod.Namespace, ref.Name)
+		if err != nil {
+			return optionalMissing(err, ref.Optional, fmt.Sprintf("secret %q", ref.Name))
+		}
+		v, ok := obj.Data[ref.Key]
+		if !ok {
+			return keyMissing(ref.Optional, "secrets", ref.Name, ref.Key)
+		}
+		return string(v), true, nil
+	case src.ConfigMapKeyRef != nil:
+		ref := src.ConfigMapKeyRef
+		obj, err := e.objects.ConfigMap(e.ctx, e.pod.Namespace, ref.Name)
+		if err != nil {
+			return optionalMissing(err, ref.Optional, fmt.Sprintf("configMap %q", ref.Name))
+		}
+		v, ok := obj.Data[ref.Key]
+		if !ok {
+			return keyMissing(ref.Optional, "configmaps", ref.Name, ref.Key)
+		}
+		return v, true, nil
+	}
+	return "", false, errors.New("valueFrom names no source the agent knows")
+}
+
+func (e podEnv) Object(src *corev1.EnvFromSource) (map[string]string, bool, error) {
+	switch {
+	case src.SecretRef != nil:
+		obj, err := e.objects.Secret(e.ctx, e.pod.Namespace, src.SecretRef.Name)
+		if err != nil {
+			_, ok, err := optionalMissing(err, src.SecretRef.Optional, fmt.Sprintf("secret %q", src.SecretRef.Name))
+			return nil, ok, err
+		}
+		data := make(map[string]string, len(obj.Data))
+		for k, v := range obj.Data {
+			data[k] = string(v)
+		}
+		return data, true, nil
+	case src.ConfigMapRef != nil:
+		obj, err := e.objects.ConfigMap(e.ctx, e.pod.Namespace, src.ConfigMapRef.Name)
+		if err != nil {
+			_, ok, err := optionalMissing(err, src.ConfigMapRef.Optional, fmt.Sprintf("configMap %q", src.ConfigMapRef.Name))
+			return nil, ok, err
+		}
+		return obj.Data, true, nil
+	}
+	return nil, false, errors.New("envFrom names no source the agent knows")
+}
+
+// optionalMissing turns a failed read into "left out" when the object is optional and does not
+// exist, and into an error naming it otherwise.
+func optionalMissing(err error, optional *bool, what string) (string, bool, error) {
+	if apierrors.IsNotFound(err) && optional != nil && *optional {
+		return "", false, nil
+	}
+	return "", false, fmt.Errorf("%s: %w", what, err)
+}
+
+func keyMissing(optional *bool, resource, name, key string) (string, bool, error) {
+	if optional != nil && *optional {
+		return "", false, nil
+	}
+	return "", false, apierrors.NewNotFound(corev1.Resource(resource), fmt.Sprintf("%s (key %q)", name, key))
 }

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -170,9 +173,11 @@ func TestDeletedPodIsRemoved(t *testing.T) {
 		_, err := os.Stat(filepath.Join(h.volumeDir(p, "tok"), "token"))
 		return err == nil
 	})
-	if _, err := os.Stat(filepath.Join(h.root, "pods", string(p.UID), "containers", "c", "config.json")); err != nil {
-		t.Errorf("runtime spec: %v", err)
-	}
+	// The specs are written after every volume.
+	eventually(t, "the runtime spec", func() bool {
+		_, err := os.Stat(filepath.Join(h.root, "pods", string(p.UID), "containers", "c", "config.json"))
+		return err == nil
+	})
 	if err := h.client.CoreV1().Pods("ns").Delete(context.Background(), "p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +275,97 @@ func TestConditionWrittenOnce(t *testing.T) {
 	}
 	if patches != 1 {
 		t.Errorf("%d status patches, want 1", patches)
+	}
+}
+
+// TestTamperedVolumeIsRewritten: a link planted in a secret volume (as a container with a
+// read-write mount once did) does not stop the volume's updates; the next update rewrites it
+// from the API, leaves the link's target alone, and says so in an event.
+func TestTamperedVolumeIsRewritten(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"a": []byte("v1")}}
+	p := pod("p", secretVolume("v", "s"))
+	h := start(t, secret, p)
+	dir := h.volumeDir(p, "v")
+	eventually(t, "the first version", func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, "a"))
+		return err == nil && string(data) == "v1"
+	})
+	outside := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(outside, []byte("root:x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "..data", "a"), []byte("forged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "..data", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "..data", "x", "pw")); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, version := range []string{"v2", "v3"} {
+		secret.Data["a"] = []byte(version)
+		if _, err := h.client.CoreV1().Secrets("ns").Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the secret's "+version, func() bool {
+			data, err := os.ReadFile(filepath.Join(dir, "a"))
+			return err == nil && string(data) == version
+		})
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "..data", "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the planted directory survived: %v", err)
+	}
+	if data, err := os.ReadFile(outside); err != nil || string(data) != "root:x" {
+		t.Errorf("the link's target: %q, %v", data, err)
+	}
+	if c := h.condition(t, p); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("CredentialsReady: %+v", c)
+	}
+	found := false
+	for len(h.events.Events) > 0 {
+		if e := <-h.events.Events; strings.Contains(e, "VolumeTampered") && strings.Contains(e, "x/pw") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no VolumeTampered event naming the planted link")
+	}
+}
+
+// TestRuntimeSpecEnvFromTheAPI: the spec carries env values from secrets, config maps and the
+// pod, and waits (without an event) for a secret the environment names that is not there yet.
+func TestRuntimeSpecEnvFromTheAPI(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"MODE": "fast"}}
+	p := pod("p")
+	p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
+	p.Spec.Containers[0].Env = []corev1.EnvVar{
+		{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "late"}, Key: "pw"}}},
+		{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "MEM", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.memory", Divisor: resource.MustParse("1Mi")}}},
+	}
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	h := start(t, cm, p)
+	eventually(t, "the spec waiting for the secret", func() bool {
+		c := h.condition(t, p)
+		return c != nil && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, `secret "late"`)
+	})
+	if len(h.events.Events) > 0 {
+		t.Errorf("an event for a secret that is merely not there yet: %s", <-h.events.Events)
+	}
+	_, err := h.client.CoreV1().Secrets("ns").Create(context.Background(),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late"}, Data: map[string][]byte{"pw": []byte("s3cret")}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct{ Process struct{ Env []string } }
+	eventually(t, "the runtime spec", func() bool {
+		data, err := os.ReadFile(filepath.Join(h.root, "pods", string(p.UID), "containers", "c", "config.json"))
+		return err == nil && json.Unmarshal(data, &spec) == nil
+	})
+	want := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "MODE=fast", "PASSWORD=s3cret", "POD=p", "MEM=64"}
+	if !slices.Equal(spec.Process.Env, want) {
+		t.Errorf("env %q, want %q", spec.Process.Env, want)
 	}
 }

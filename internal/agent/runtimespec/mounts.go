@@ -58,8 +58,9 @@ func mount(vm corev1.VolumeMount, volumes map[string]*corev1.Volume, dirs map[st
 		src = filepath.Join(dir, sub)
 	}
 
+	readOnly := vm.ReadOnly || apiContent(v)
 	opts := []string{"rbind", "rw"}
-	if vm.ReadOnly {
+	if readOnly {
 		opts[1] = "ro"
 	}
 	m := specs.Mount{Destination: vm.MountPath, Source: src, Options: opts}
@@ -78,10 +79,18 @@ func mount(vm corev1.VolumeMount, volumes map[string]*corev1.Volume, dirs map[st
 	m.Options = append(m.Options, p)
 	// Recursive read-only needs kernel support only the runtime can probe, so only "Enabled"
 	// (fail if unsupported) asks for it; "IfPossible" stays a plain read-only bind.
-	if vm.ReadOnly && vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled {
+	if readOnly && vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled {
 		m.Options = append(m.Options, "rro")
 	}
 	return m, nil
+}
+
+// apiContent says whether the volume holds what the agent writes from the API (secret,
+// configMap, downwardAPI, projected). Such a volume is mounted read-only whatever the
+// volumeMount says, as the kubelet does: a container that could write there could plant links
+// and files in its own credentials, and its changes would be lost at the next update anyway.
+func apiContent(v *corev1.Volume) bool {
+	return v.Secret != nil || v.ConfigMap != nil || v.DownwardAPI != nil || v.Projected != nil
 }
 
 // subPath is the mount's path inside its volume, from subPath or subPathExpr (expanded with the

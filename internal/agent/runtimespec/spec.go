@@ -2,10 +2,15 @@
 // start it from: process, user and groups, capabilities, mounts of the pod's volumes, and the
 // Windows identity (run-as user name, GMSA credential spec). It is pure: no API calls, no disk.
 //
+// A Linux spec is complete enough for runc to run as it is, given a rootfs in the bundle: it
+// carries what containerd's default spec holds (namespaces, kernel filesystems, masked and
+// read-only paths, device allowlist, rlimits, PATH) and the pod's settings on top.
+//
 // Left to whoever runs the container, because they need the image or the API: the image's
-// user, entrypoint and environment; env values from valueFrom and envFrom; seccomp profiles,
-// SELinux labels and AppArmor profiles (EffectiveSecurityContext carries them); device, cgroup and
-// namespace setup; the Windows layer folders.
+// user, entrypoint and environment; env values from valueFrom and envFrom unless Params.Env
+// resolves them; seccomp profiles,
+// SELinux labels and AppArmor profiles (EffectiveSecurityContext carries them); the cgroup
+// parent; joining the namespaces of a pod sandbox; the Windows layer folders.
 package runtimespec
 
 import (
@@ -47,6 +52,8 @@ type Params struct {
 	// DIR/pods/<uid>/volumes/<name>). A hostPath volume missing from it is its own path; any other
 	// volume missing from it has no directory and cannot be mounted.
 	VolumeDirs map[string]string
+	// Env resolves env entries with valueFrom and envFrom; nil leaves them out.
+	Env EnvSource
 }
 
 // Spec returns the OCI runtime spec for one container.
@@ -64,7 +71,10 @@ func Spec(p Params) (*specs.Spec, error) {
 
 func spec(p Params) (*specs.Spec, error) {
 	pod, c := p.Pod, p.Container
-	env := environment(c.Env)
+	env, err := environment(c, p.Env)
+	if err != nil {
+		return nil, err
+	}
 	args := make([]string, 0, len(c.Command)+len(c.Args))
 	for _, a := range slices.Concat(c.Command, c.Args) {
 		v, _ := expand(a, env.lookup)
@@ -82,7 +92,6 @@ func spec(p Params) (*specs.Spec, error) {
 			Env:      env.list(),
 			Cwd:      cwd,
 		},
-		Hostname: hostname(pod),
 		Annotations: map[string]string{
 			AnnotationPodNamespace:  pod.Namespace,
 			AnnotationPodName:       pod.Name,
@@ -100,9 +109,10 @@ func spec(p Params) (*specs.Spec, error) {
 	s.Mounts = ms
 
 	if windows {
+		s.Hostname = hostname(pod)
 		err = windowsParts(s, sc)
 	} else {
-		err = linuxParts(s, pod, sc)
+		err = linuxParts(s, pod, c, sc, env)
 	}
 	if err != nil {
 		return nil, err
@@ -110,8 +120,9 @@ func spec(p Params) (*specs.Spec, error) {
 	return s, nil
 }
 
-// linuxParts fills the user, groups, capabilities, root and sysctls of a Linux container.
-func linuxParts(s *specs.Spec, pod *corev1.Pod, sc *corev1.SecurityContext) error {
+// linuxParts fills the user, groups, capabilities, root, namespaces, kernel filesystems, masked
+// paths, resources, rlimits, hostname and sysctls of a Linux container.
+func linuxParts(s *specs.Spec, pod *corev1.Pod, c *corev1.Container, sc *corev1.SecurityContext, e *env) error {
 	// An unset runAsUser or runAsGroup is written as 0: the image's user and group would apply,
 	// and only whoever holds the image can resolve them (and must then enforce runAsNonRoot).
 	uid, err := id("runAsUser", sc.RunAsUser)
@@ -158,9 +169,25 @@ func linuxParts(s *specs.Spec, pod *corev1.Pod, sc *corev1.SecurityContext) erro
 		Path:     rootfsPath,
 		Readonly: sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem,
 	}
+	s.Process.Rlimits = append([]specs.POSIXRlimit(nil), defaultRlimits...)
+	if _, set := e.lookup("PATH"); !set {
+		s.Process.Env = append([]string{"PATH=" + defaultPath}, s.Process.Env...)
+	}
+	if !pod.Spec.HostNetwork {
+		s.Hostname = hostname(pod)
+	}
+	privileged := sc.Privileged != nil && *sc.Privileged
+	s.Mounts = append(systemMounts(pod, privileged, s.Mounts), s.Mounts...)
 	// Seccomp is out of scope: sc.SeccompProfile is resolved by the runtime, which owns the
 	// RuntimeDefault profile and the node's localhost profiles.
-	s.Linux = &specs.Linux{}
+	s.Linux = &specs.Linux{
+		Namespaces: namespaces(pod),
+		Resources:  resources(c, privileged),
+	}
+	if !privileged && (sc.ProcMount == nil || *sc.ProcMount != corev1.UnmaskedProcMount) {
+		s.Linux.MaskedPaths = append([]string(nil), maskedPaths...)
+		s.Linux.ReadonlyPaths = append([]string(nil), readonlyPaths...)
+	}
 	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
 		s.Linux.Sysctl = make(map[string]string, len(psc.Sysctls))
 		for _, sy := range psc.Sysctls {
@@ -222,8 +249,8 @@ func credentialSpec(doc string) (json.RawMessage, error) {
 }
 
 // hostname is the pod's spec.hostname, else its name, cut to 63 characters the way the kubelet
-// cuts it (no trailing '-' or '.'). A hostNetwork pod would see the node's name; that is the
-// runtime's to apply, since it does not give the container a UTS namespace.
+// cuts it (no trailing '-' or '.'). A hostNetwork pod has none: it shares the host's UTS
+// namespace and so sees the node's name.
 func hostname(pod *corev1.Pod) string {
 	h := pod.Spec.Hostname
 	if h == "" {

@@ -3,14 +3,17 @@ package runtimespec
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -28,6 +31,9 @@ func testPod() *corev1.Pod {
 				{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 				{Name: "logs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/log/web"}}},
 				{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}},
+				{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}},
 			},
 			Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
 		},
@@ -36,9 +42,24 @@ func testPod() *corev1.Pod {
 
 func testDirs() map[string]string {
 	return map[string]string{
-		"token": volDir + "/token",
-		"data":  volDir + "/data",
+		"token":    volDir + "/token",
+		"data":     volDir + "/data",
+		"creds":    volDir + "/creds",
+		"settings": volDir + "/settings",
+		"info":     volDir + "/info",
 	}
+}
+
+// volumeMounts are the spec's mounts of the pod's volumes, without the kernel filesystems
+// every container gets.
+func volumeMounts(s *specs.Spec) []specs.Mount {
+	var out []specs.Mount
+	for _, m := range s.Mounts {
+		if m.Type == "bind" && m.Source != hostShm.Source {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func mustSpec(t *testing.T, p Params) *specs.Spec {
@@ -374,6 +395,23 @@ func TestMounts(t *testing.T) {
 			want:   []specs.Mount{{Destination: "/var/run/secrets/tokens", Type: "bind", Source: volDir + "/token", Options: []string{"rbind", "ro", "rprivate"}}},
 		},
 		{
+			name: "volumes written from the API are read-only whatever the mount says",
+			mounts: []corev1.VolumeMount{
+				{Name: "token", MountPath: "/var/run/secrets/tokens"},
+				{Name: "creds", MountPath: "/etc/db", ReadOnly: false},
+				{Name: "settings", MountPath: "/etc/app.conf", SubPath: "app.conf"},
+				{Name: "info", MountPath: "/etc/podinfo", MountPropagation: ptr.To(corev1.MountPropagationHostToContainer)},
+				{Name: "creds", MountPath: "/etc/db2", RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyEnabled)},
+			},
+			want: []specs.Mount{
+				{Destination: "/var/run/secrets/tokens", Type: "bind", Source: volDir + "/token", Options: []string{"rbind", "ro", "rprivate"}},
+				{Destination: "/etc/db", Type: "bind", Source: volDir + "/creds", Options: []string{"rbind", "ro", "rprivate"}},
+				{Destination: "/etc/app.conf", Type: "bind", Source: volDir + "/settings/app.conf", Options: []string{"rbind", "ro", "rprivate"}},
+				{Destination: "/etc/podinfo", Type: "bind", Source: volDir + "/info", Options: []string{"rbind", "ro", "rslave"}},
+				{Destination: "/etc/db2", Type: "bind", Source: volDir + "/creds", Options: []string{"rbind", "ro", "rprivate", "rro"}},
+			},
+		},
+		{
 			name: "recursive read-only enabled",
 			mounts: []corev1.VolumeMount{{Name: "logs", MountPath: "/logs", ReadOnly: true,
 				RecursiveReadOnly: ptr.To(corev1.RecursiveReadOnlyEnabled)}},
@@ -452,7 +490,7 @@ func TestMounts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Spec: %v", err)
 			}
-			if diff := cmp.Diff(tc.want, s.Mounts); diff != "" {
+			if diff := cmp.Diff(tc.want, volumeMounts(s)); diff != "" {
 				t.Errorf("mounts (-want +got):\n%s", diff)
 			}
 		})
@@ -484,8 +522,8 @@ func TestEphemeralContainer(t *testing.T) {
 	if !strings.Contains(strings.Join(s.Process.Capabilities.Bounding, " "), "CAP_SYS_PTRACE") {
 		t.Errorf("capabilities %v lack CAP_SYS_PTRACE", s.Process.Capabilities.Bounding)
 	}
-	if len(s.Mounts) != 1 || s.Mounts[0].Source != volDir+"/data" {
-		t.Errorf("mounts %+v", s.Mounts)
+	if m := volumeMounts(s); len(m) != 1 || m[0].Source != volDir+"/data" {
+		t.Errorf("mounts %+v", m)
 	}
 }
 
@@ -506,7 +544,7 @@ func TestProcessAndIdentity(t *testing.T) {
 	if diff := cmp.Diff([]string{"/bin/app", "--listen=0.0.0.0:$(PORT)", "--greeting=hi", "$(ADDR)", "$(UNDEFINED)", "$(SECRET)"}, s.Process.Args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"HOST=127.0.0.1", "ADDR=0.0.0.0:$(PORT)", "PORT=8080", "GREETING=hi"}, s.Process.Env); diff != "" {
+	if diff := cmp.Diff([]string{"PATH=" + defaultPath, "HOST=127.0.0.1", "ADDR=0.0.0.0:$(PORT)", "PORT=8080", "GREETING=hi"}, s.Process.Env); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
 	}
 	if s.Process.Cwd != "/srv" {
@@ -595,6 +633,10 @@ func TestGoldenLinux(t *testing.T) {
 		Args:       []string{"--port=$(PORT)"},
 		Env:        []corev1.EnvVar{{Name: "PORT", Value: "8080"}},
 		WorkingDir: "/srv",
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),
@@ -623,5 +665,320 @@ func TestGoldenLinux(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("config.json differs from %s (-want +got):\n%s", golden, diff)
+	}
+}
+
+// TestLinuxRuntimeDefaults checks what a runtime needs to run the spec as it is: namespaces,
+// kernel filesystems, masked paths, devices, rlimits, resources and PATH.
+func TestLinuxRuntimeDefaults(t *testing.T) {
+	ns := func(types ...specs.LinuxNamespaceType) []specs.LinuxNamespace {
+		var out []specs.LinuxNamespace
+		for _, typ := range types {
+			out = append(out, specs.LinuxNamespace{Type: typ})
+		}
+		return out
+	}
+	destinations := func(ms []specs.Mount) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Destination+" "+m.Type+" "+strings.Join(m.Options, ","))
+		}
+		return out
+	}
+	standard := []string{
+		"/proc proc nosuid,noexec,nodev",
+		"/dev tmpfs nosuid,strictatime,mode=755,size=65536k",
+		"/dev/pts devpts nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5",
+		"/dev/shm tmpfs nosuid,noexec,nodev,mode=1777,size=65536k",
+		"/dev/mqueue mqueue nosuid,noexec,nodev",
+		"/sys sysfs nosuid,noexec,nodev,ro",
+		"/sys/fs/cgroup cgroup nosuid,noexec,nodev,relatime,ro",
+	}
+	for _, tc := range []struct {
+		name       string
+		pod        func(*corev1.Pod)
+		namespaces []specs.LinuxNamespace
+		hostname   string
+		mounts     []string
+		masked     bool
+		devices    int // rules in the device cgroup; 1 is allow-all
+	}{
+		{
+			name:       "own namespaces",
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web", mounts: standard, masked: true, devices: len(defaultDevices),
+		},
+		{
+			name:       "host PID",
+			pod:        func(p *corev1.Pod) { p.Spec.HostPID = true },
+			namespaces: ns(specs.MountNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web", mounts: standard, masked: true, devices: len(defaultDevices),
+		},
+		{
+			name:       "host IPC: the host's /dev/shm",
+			pod:        func(p *corev1.Pod) { p.Spec.HostIPC = true },
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web",
+			mounts:     slices.Concat(standard[:3], []string{"/dev/shm bind rbind,rw,rprivate"}, standard[4:]),
+			masked:     true, devices: len(defaultDevices),
+		},
+		{
+			name:       "host network: the host's UTS namespace and no hostname",
+			pod:        func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace),
+			mounts:     standard, masked: true, devices: len(defaultDevices),
+		},
+		{
+			name: "privileged: /sys read-write, nothing masked, every device",
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			},
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web",
+			mounts: slices.Concat(standard[:5], []string{
+				"/sys sysfs nosuid,noexec,nodev,rw", "/sys/fs/cgroup cgroup nosuid,noexec,nodev,relatime,rw",
+			}),
+			devices: 1,
+		},
+		{
+			name: "procMount Unmasked",
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}
+			},
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web", mounts: standard, devices: len(defaultDevices),
+		},
+		{
+			name: "a volume at /dev/shm replaces the tmpfs",
+			pod: func(p *corev1.Pod) {
+				p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/dev/shm/"}}
+			},
+			namespaces: ns(specs.MountNamespace, specs.PIDNamespace, specs.IPCNamespace, specs.NetworkNamespace, specs.UTSNamespace),
+			hostname:   "web",
+			mounts:     slices.Concat(standard[:3], standard[4:], []string{"/dev/shm/ bind rbind,rw,rprivate"}),
+			masked:     true, devices: len(defaultDevices),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod()
+			if tc.pod != nil {
+				tc.pod(pod)
+			}
+			s := mustSpec(t, Params{Pod: pod, Container: &pod.Spec.Containers[0], VolumeDirs: testDirs()})
+			if s.Linux == nil {
+				t.Fatal("no linux section")
+			}
+			if diff := cmp.Diff(tc.namespaces, s.Linux.Namespaces); diff != "" {
+				t.Errorf("namespaces (-want +got):\n%s", diff)
+			}
+			if s.Hostname != tc.hostname {
+				t.Errorf("hostname %q, want %q", s.Hostname, tc.hostname)
+			}
+			if diff := cmp.Diff(tc.mounts, destinations(s.Mounts)); diff != "" {
+				t.Errorf("mounts (-want +got):\n%s", diff)
+			}
+			wantMasked, wantRO := []string(nil), []string(nil)
+			if tc.masked {
+				wantMasked = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+					"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+					"/sys/firmware", "/sys/devices/virtual/powercap"}
+				wantRO = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+			}
+			if !cmp.Equal(wantMasked, s.Linux.MaskedPaths) || !cmp.Equal(wantRO, s.Linux.ReadonlyPaths) {
+				t.Errorf("masked %v read-only %v, want %v and %v", s.Linux.MaskedPaths, s.Linux.ReadonlyPaths, wantMasked, wantRO)
+			}
+			if s.Linux.Resources == nil || len(s.Linux.Resources.Devices) != tc.devices {
+				t.Fatalf("device cgroup %+v, want %d rules", s.Linux.Resources, tc.devices)
+			}
+			if d := s.Linux.Resources.Devices[0]; d.Allow != (tc.devices == 1) || d.Access != "rwm" || d.Type != "" {
+				t.Errorf("first device rule %+v", d)
+			}
+			if diff := cmp.Diff([]specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024}}, s.Process.Rlimits); diff != "" {
+				t.Errorf("rlimits (-want +got):\n%s", diff)
+			}
+			if len(s.Process.Env) == 0 || s.Process.Env[0] != "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" {
+				t.Errorf("env %v does not start with the default PATH", s.Process.Env)
+			}
+		})
+	}
+}
+
+func TestPathFromEnvWins(t *testing.T) {
+	pod := testPod()
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "PATH", Value: "/opt/bin"}}
+	s := mustSpec(t, Params{Pod: pod, Container: &pod.Spec.Containers[0]})
+	if diff := cmp.Diff([]string{"A=1", "PATH=/opt/bin"}, s.Process.Env); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+}
+
+func TestResources(t *testing.T) {
+	u := func(v uint64) *uint64 { return &v }
+	i := func(v int64) *int64 { return &v }
+	rl := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for j := 0; j < len(kv); j += 2 {
+			l[corev1.ResourceName(kv[j])] = resource.MustParse(kv[j+1])
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name     string
+		res      corev1.ResourceRequirements
+		cpu      *specs.LinuxCPU
+		memLimit *int64
+	}{
+		{name: "nothing: the least weight, no limits", cpu: &specs.LinuxCPU{Shares: u(2)}},
+		{
+			name: "requests and limits",
+			res:  corev1.ResourceRequirements{Requests: rl("cpu", "250m", "memory", "64Mi"), Limits: rl("cpu", "1500m", "memory", "128Mi")},
+			cpu:  &specs.LinuxCPU{Shares: u(256), Quota: i(150000), Period: u(100000)}, memLimit: i(128 << 20),
+		},
+		{
+			name: "a limit alone is the request too",
+			res:  corev1.ResourceRequirements{Limits: rl("cpu", "2")},
+			cpu:  &specs.LinuxCPU{Shares: u(2048), Quota: i(200000), Period: u(100000)},
+		},
+		{
+			name: "tiny request and limit: the kernel's least",
+			res:  corev1.ResourceRequirements{Requests: rl("cpu", "1m"), Limits: rl("cpu", "1m")},
+			cpu:  &specs.LinuxCPU{Shares: u(2), Quota: i(1000), Period: u(100000)},
+		},
+		{
+			name: "huge request and limit: capped, not wrapped around",
+			res:  corev1.ResourceRequirements{Requests: rl("cpu", "9e15"), Limits: rl("cpu", "9e15", "memory", "1Ei")},
+			cpu:  &specs.LinuxCPU{Shares: u(262144), Quota: i(17592186000000), Period: u(100000)}, memLimit: i(1 << 60),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod()
+			pod.Spec.Containers[0].Resources = tc.res
+			s := mustSpec(t, Params{Pod: pod, Container: &pod.Spec.Containers[0]})
+			if diff := cmp.Diff(tc.cpu, s.Linux.Resources.CPU); diff != "" {
+				t.Errorf("cpu (-want +got):\n%s", diff)
+			}
+			var got *int64
+			if s.Linux.Resources.Memory != nil {
+				got = s.Linux.Resources.Memory.Limit
+			}
+			if diff := cmp.Diff(tc.memLimit, got); diff != "" {
+				t.Errorf("memory limit (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fakeEnv resolves valueFrom by the referenced key, and envFrom by object name.
+type fakeEnv struct {
+	values  map[string]string // "secret/name/key", "configMap/name/key", "field/path"
+	objects map[string]map[string]string
+}
+
+func (f fakeEnv) Value(src *corev1.EnvVarSource) (string, bool, error) {
+	var key string
+	optional := false
+	switch {
+	case src.SecretKeyRef != nil:
+		key, optional = "secret/"+src.SecretKeyRef.Name+"/"+src.SecretKeyRef.Key, ptr.Deref(src.SecretKeyRef.Optional, false)
+	case src.ConfigMapKeyRef != nil:
+		key, optional = "configMap/"+src.ConfigMapKeyRef.Name+"/"+src.ConfigMapKeyRef.Key, ptr.Deref(src.ConfigMapKeyRef.Optional, false)
+	case src.FieldRef != nil:
+		key = "field/" + src.FieldRef.FieldPath
+	}
+	v, ok := f.values[key]
+	if !ok && !optional {
+		return "", false, fmt.Errorf("%s is missing", key)
+	}
+	return v, ok, nil
+}
+
+func (f fakeEnv) Object(src *corev1.EnvFromSource) (map[string]string, bool, error) {
+	name := ""
+	if src.SecretRef != nil {
+		name = src.SecretRef.Name
+	}
+	if src.ConfigMapRef != nil {
+		name = src.ConfigMapRef.Name
+	}
+	data, ok := f.objects[name]
+	return data, ok, nil
+}
+
+func TestEnvFromTheAPI(t *testing.T) {
+	src := fakeEnv{
+		values: map[string]string{"secret/db/password": "s3cret", "configMap/cfg/mode": "$(HOST)", "field/metadata.name": "web"},
+		objects: map[string]map[string]string{
+			"shared": {"B": "from-shared", "A": "first"},
+		},
+	}
+	secretKey := func(name, key string, optional bool) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: &optional}}
+	}
+	for _, tc := range []struct {
+		name    string
+		c       corev1.Container
+		want    []string
+		args    []string
+		wantErr string
+	}{
+		{
+			name: "valueFrom and envFrom in the kubelet's order, values not expanded",
+			c: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{{Prefix: "S_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}},
+				Env: []corev1.EnvVar{
+					{Name: "HOST", Value: "h"},
+					{Name: "PASSWORD", ValueFrom: secretKey("db", "password", false)},
+					{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "mode"}}},
+					{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "URL", Value: "db://$(POD):$(PASSWORD)"},
+					{Name: "S_B", Value: "overridden"},
+				},
+				Args: []string{"$(POD)", "$(MODE)"},
+			},
+			want: []string{"PATH=" + defaultPath, "S_A=first", "S_B=overridden", "HOST=h", "PASSWORD=s3cret", "MODE=$(HOST)", "POD=web", "URL=db://web:s3cret"},
+			args: []string{"web", "$(HOST)"},
+		},
+		{
+			name: "optional and missing: left out",
+			c: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ghost"}}}},
+				Env:     []corev1.EnvVar{{Name: "X", ValueFrom: secretKey("db", "nope", true)}},
+			},
+			want: []string{"PATH=" + defaultPath},
+		},
+		{
+			name:    "required and missing: no spec",
+			c:       corev1.Container{Env: []corev1.EnvVar{{Name: "X", ValueFrom: secretKey("db", "nope", false)}}},
+			wantErr: "env[0] (X): secret/db/nope is missing",
+		},
+		{
+			name: "a key that cannot be a variable name is refused, not cut",
+			c: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{{Prefix: "A=", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}},
+			},
+			wantErr: `invalid environment variable name "A=A"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod()
+			tc.c.Name = "app"
+			pod.Spec.Containers[0] = tc.c
+			s, err := Spec(Params{Pod: pod, Container: &pod.Spec.Containers[0], Env: src})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, s.Process.Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+			if tc.args != nil && !cmp.Equal(tc.args, s.Process.Args) {
+				t.Errorf("args %q, want %q", s.Process.Args, tc.args)
+			}
+		})
 	}
 }

@@ -151,9 +151,28 @@ func (b *builder) resourceValue(ref *corev1.ResourceFieldSelector) (string, erro
 	if ref.ContainerName == "" {
 		return "", fmt.Errorf("resourceFieldRef needs a containerName in a volume")
 	}
-	c := findContainer(b.pod, ref.ContainerName)
-	if c == nil {
-		return "", fmt.Errorf("resourceFieldRef: the pod has no container %q", ref.ContainerName)
+	return ResourceValue(b.pod, nil, ref, b.nodeAllocatable)
+}
+
+// EnvFieldValue is the value of an env entry's fieldRef: a field a downward API file may name,
+// but not the whole labels or annotations, which API validation keeps out of env.
+func EnvFieldValue(pod *corev1.Pod, ref *corev1.ObjectFieldSelector) (string, error) {
+	if _, whole := subscriptedFields[ref.FieldPath]; whole {
+		return "", fmt.Errorf("field path %q is not supported in env (name one key: %s['key'])", ref.FieldPath, ref.FieldPath)
+	}
+	return podFieldValue(pod, ref)
+}
+
+// ResourceValue is a container's request or limit divided by the divisor, rounded up: of the
+// container ref names, else of c (an env entry's own container). A cpu, memory or
+// ephemeral-storage limit the container does not set is the node's allocatable amount, from
+// allocatable.
+func ResourceValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable func() (corev1.ResourceList, error)) (string, error) {
+	if ref.ContainerName != "" || c == nil {
+		c = findContainer(pod, ref.ContainerName)
+		if c == nil {
+			return "", fmt.Errorf("resourceFieldRef: the pod has no container %q", ref.ContainerName)
+		}
 	}
 	kind, name, _ := strings.Cut(ref.Resource, ".")
 	res := corev1.ResourceName(name)
@@ -178,7 +197,7 @@ func (b *builder) resourceValue(ref *corev1.ResourceFieldSelector) (string, erro
 	}
 	q, set := list[res]
 	if kind == "limits" && limitsFromNode[res] && (!set || q.IsZero()) {
-		alloc, err := b.nodeAllocatable()
+		alloc, err := allocatable()
 		if err != nil {
 			return "", fmt.Errorf("container %q sets no %s: %w", c.Name, ref.Resource, err)
 		}

@@ -8,6 +8,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,16 +22,24 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/idplane/idplane/internal/certificates"
 )
 
 func servingCSR(t *testing.T, name, node string, dnsNames ...string) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	return servingCSRWithIPs(t, name, node, dnsNames, nil)
+}
+
+func servingCSRWithIPs(t *testing.T, name, node string, dnsNames []string, ips []net.IP) *certificatesv1.CertificateSigningRequest {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}, DNSNames: dnsNames,
+		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}, DNSNames: dnsNames, IPAddresses: ips,
 	}, key)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +106,7 @@ func TestSyncServing(t *testing.T) {
 			factory := informers.NewSharedInformerFactory(client, 0)
 			cfg := Config{ApproveKubeletServing: tc.enabled}
 			if tc.enabled {
-				cfg.Nodes = factory.Core().V1().Nodes()
+				cfg.Nodes, cfg.Recorder = factory.Core().V1().Nodes(), record.NewFakeRecorder(10)
 			}
 			c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), cfg)
 			if err != nil {
@@ -127,7 +137,7 @@ func TestServingCSRFollowsItsNode(t *testing.T) {
 	csr := servingCSR(t, "c", "n1", "n1")
 	client := fake.NewClientset(csr)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), Config{ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes()})
+	c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), Config{ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes(), Recorder: record.NewFakeRecorder(10)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,4 +166,61 @@ func TestServingCSRFollowsItsNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("approved once the node shows the name", func() bool { return len(approvals(client)) == 1 })
+}
+
+// TestServingNamesOfOthersStayPending replays the review's attack through the controller: a node
+// that put localhost, 127.0.0.1, another node's name and the API server's in-cluster name in its
+// own status asks for them. The CSR is neither approved nor denied, and one event on it names
+// every refused name; the node's request for its own name alone is approved.
+func TestServingNamesOfOthersStayPending(t *testing.T) {
+	attacker := node("n1", "n1", "localhost", "n2", "kubernetes.default.svc", "apiserver.example")
+	attacker.Status.Addresses = append(attacker.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "127.0.0.1"})
+	victim := node("n2", "n2")
+	evil := servingCSRWithIPs(t, "evil", "n1", []string{"n1", "localhost", "n2", "kubernetes.default.svc", "apiserver.example"}, []net.IP{net.ParseIP("127.0.0.1")})
+	own := servingCSR(t, "own", "n1", "n1")
+	client := fake.NewClientset(evil, own, attacker, victim)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	recorder := record.NewFakeRecorder(10)
+	c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), Config{
+		ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes(), Recorder: recorder,
+		APIServer: certificates.ServerNames{DNS: []string{"apiserver.example"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.queue.ShutDown()
+	for _, obj := range []*certificatesv1.CertificateSigningRequest{evil, own} {
+		if err := factory.Certificates().V1().CertificateSigningRequests().Informer().GetStore().Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []*corev1.Node{attacker, victim} {
+		if err := factory.Core().V1().Nodes().Informer().GetStore().Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"evil", "own"} {
+		if err := c.sync(context.Background(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := approvals(client); len(got) != 1 || got[0] != "own" {
+		t.Errorf("approved %q, want only the CSR for the node's own name", got)
+	}
+	for _, a := range client.Actions() {
+		if u, ok := a.(k8stesting.UpdateActionImpl); ok && u.Subresource == "approval" && u.Object.(*certificatesv1.CertificateSigningRequest).Name == "evil" {
+			t.Errorf("the refused CSR was answered: %+v", u.Object)
+		}
+	}
+	if len(recorder.Events) != 1 {
+		t.Fatalf("%d events, want 1", len(recorder.Events))
+	}
+	event := <-recorder.Events
+	for _, want := range []string{"Warning KubeletServingNameRefused ", `DNS name "localhost": a loopback`, `DNS name "n2": claimed by Node "n2"`,
+		`DNS name "kubernetes.default.svc": the API server's in-cluster name`, `DNS name "apiserver.example": covered by the API server's serving certificate`,
+		"IP address 127.0.0.1: a loopback"} {
+		if !strings.Contains(event, want) {
+			t.Errorf("event %q does not say %q", event, want)
+		}
+	}
 }

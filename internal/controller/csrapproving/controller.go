@@ -271,11 +271,42 @@ func (c *Controller) syncServing(ctx context.Context, csr *certificatesv1.Certif
 	if err := certificates.ApproveKubeletServing(req); err != nil {
 		klog.V(2).InfoS("Leaving kubelet serving CSR pending", "csr", csr.Name, "reason", err)
 		if refused := (*certificates.RefusedNamesError)(nil); errors.As(err, &refused) {
-			c.recorder.Eventf(csr, corev1.EventTypeWarning, nameRefusedReason, "Left pending for a human to decide: %v", refused)
+			c.recorder.Event(csr, corev1.EventTypeWarning, nameRefusedReason, refusedMessage(refused.Names))
 		}
 		return nil
 	}
 	return c.approve(ctx, csr, "Auto approving kubelet serving certificate for names its node reports.")
+}
+
+// maxEventMessage is the longest event message the API accepts.
+const maxEventMessage = 1024
+
+// refusedMessage names the refused names, as many as an event's message holds, and how many more.
+func refusedMessage(names []string) string {
+	msg := "Left pending for a human to decide: "
+	shown := 0
+	for _, n := range names {
+		if shown > 0 {
+			n = "; " + n
+		}
+		more := ""
+		if rest := len(names) - shown - 1; rest > 0 {
+			more = fmt.Sprintf("; and %d more", rest)
+		}
+		if shown > 0 && len(msg)+len(n)+len(more) > maxEventMessage {
+			break
+		}
+		msg += n
+		shown++
+	}
+	if rest := len(names) - shown; rest > 0 {
+		msg += fmt.Sprintf("; and %d more", rest)
+	}
+	if len(msg) > maxEventMessage {
+		// One name alone is too long: DNS names in a CSR are ASCII, so cutting bytes is safe.
+		msg = msg[:maxEventMessage-len("...")] + "..."
+	}
+	return msg
 }
 
 func (c *Controller) approve(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, message string) error {

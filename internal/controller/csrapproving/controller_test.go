@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -222,5 +223,38 @@ func TestServingNamesOfOthersStayPending(t *testing.T) {
 		if !strings.Contains(event, want) {
 			t.Errorf("event %q does not say %q", event, want)
 		}
+	}
+}
+
+// An event names as many refused names as its message holds (the API refuses longer ones), then
+// how many more.
+func TestRefusedMessage(t *testing.T) {
+	var many []string
+	for i := range 100 {
+		many = append(many, fmt.Sprintf(`DNS name "n%02d.localhost": a loopback name or address`, i))
+	}
+	long := `DNS name "` + strings.Repeat("a", 2000) + `": a wildcard`
+	cases := []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{"one", many[:1], []string{many[0]}},
+		{"all that fit", many[:3], []string{many[0], many[1], many[2]}},
+		{"too many", many, []string{many[0], many[17] + "; and 82 more"}},
+		{"one too long", []string{long, many[0]}, []string{"aaa...", "Left pending"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := refusedMessage(tc.names)
+			if len(got) > maxEventMessage {
+				t.Errorf("message of %d bytes, over %d", len(got), maxEventMessage)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("message %q does not hold %q", got, w)
+				}
+			}
+		})
 	}
 }

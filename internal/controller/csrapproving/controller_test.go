@@ -2,9 +2,12 @@ package csrapproving
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -256,5 +259,81 @@ func TestRefusedMessage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// allowAll lets every requester self-request, so that only the request decides.
+var allowAll = authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionAllow, "", nil
+})
+
+// TestKubeletClientUsageSetsPerKeyType: a kubelet client CSR is auto-approved for the design's
+// usages and for them without key encipherment, whatever the key type, and for nothing else.
+func TestKubeletClientUsageSetsPerKeyType(t *testing.T) {
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		ke = certificatesv1.UsageKeyEncipherment
+		ds = certificatesv1.UsageDigitalSignature
+		ca = certificatesv1.UsageClientAuth
+	)
+	sets := []struct {
+		name    string
+		usages  []certificatesv1.KeyUsage
+		approve bool
+	}{
+		{"design set", []certificatesv1.KeyUsage{ke, ds, ca}, true},
+		{"without key encipherment", []certificatesv1.KeyUsage{ds, ca}, true},
+		{"client auth alone", []certificatesv1.KeyUsage{ca}, false},
+		{"server auth too", []certificatesv1.KeyUsage{ke, ds, ca, certificatesv1.UsageServerAuth}, false},
+	}
+	for _, key := range []struct {
+		name string
+		key  crypto.Signer
+	}{{"RSA", rsaKey}, {"ECDSA P-256", ecKey}, {"Ed25519", edKey}} {
+		for _, set := range sets {
+			t.Run(key.name+"/"+set.name, func(t *testing.T) {
+				der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+					Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}},
+				}, key.key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				csr := &certificatesv1.CertificateSigningRequest{
+					ObjectMeta: metav1.ObjectMeta{Name: "c"},
+					Spec: certificatesv1.CertificateSigningRequestSpec{
+						Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+						SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Usages: set.usages,
+						Username: "system:node:n1", Groups: []string{"system:nodes", "system:authenticated"},
+					},
+				}
+				client := fake.NewClientset(csr)
+				factory := informers.NewSharedInformerFactory(client, 0)
+				c, err := New(client, allowAll, factory.Certificates().V1().CertificateSigningRequests(), Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.queue.ShutDown()
+				if err := factory.Certificates().V1().CertificateSigningRequests().Informer().GetStore().Add(csr); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.sync(context.Background(), csr.Name); err != nil {
+					t.Fatal(err)
+				}
+				if got := len(approvals(client)) == 1; got != set.approve {
+					t.Errorf("approved %v, want %v", got, set.approve)
+				}
+			})
+		}
 	}
 }

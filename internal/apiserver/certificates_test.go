@@ -9,6 +9,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -202,8 +204,9 @@ func TestCertificateSubjectAndNodeRestrictions(t *testing.T) {
 	}
 }
 
-// TestBuiltInSigners: approved CSRs of the kubernetes.io signers are signed by the cluster CA as
-// their signer's rules allow, or fail naming the broken rule; other signers are left alone.
+// TestBuiltInSigners: approved CSRs of the kubernetes.io signers are signed as their signer's
+// rules allow, client certificates by the cluster CA and kubelet serving certificates by the
+// kubelet-serving CA alone, or fail naming the broken rule; other signers are left alone.
 func TestBuiltInSigners(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
@@ -281,7 +284,7 @@ func TestBuiltInSigners(t *testing.T) {
 
 	// The design's other two built-in flows, approved by hand: a kubelet serving certificate for
 	// the node's names, and an API client certificate for a user.
-	verify := func(c *certificatesv1.CertificateSigningRequest, usage x509.ExtKeyUsage, dnsName string) *x509.Certificate {
+	verify := func(c *certificatesv1.CertificateSigningRequest, roots *x509.CertPool, usage x509.ExtKeyUsage, dnsName string) *x509.Certificate {
 		t.Helper()
 		block, _ := pem.Decode(c.Status.Certificate)
 		if block == nil {
@@ -292,17 +295,27 @@ func TestBuiltInSigners(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: dnsName, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-			t.Errorf("%s: does not verify against the cluster CA: %v", c.Name, err)
+			t.Errorf("%s: does not verify against its signer's CA: %v", c.Name, err)
 		}
 		return cert
 	}
+	servingCA, err := pki.ParseCertificate(readFile(t, filepath.Join(s.dataDir, "pki", "kubelet-serving-ca.crt")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servingRoots := x509.NewCertPool()
+	servingRoots.AddCert(servingCA)
 	serving := newCSR("node1-serving", certificatesv1.KubeletServingSignerName, csrPEMWithSANs(t, "system:node:node1", []string{"system:nodes"}, []string{"node1.example.com"}))
 	serving.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
-	if cert := verify(approveAndWait(serving, issued), x509.ExtKeyUsageServerAuth, "node1.example.com"); len(cert.ExtKeyUsage) != 1 || cert.ExtKeyUsage[0] != x509.ExtKeyUsageServerAuth {
-		t.Errorf("serving certificate usages %v, want server auth only", cert.ExtKeyUsage)
+	servingCert := verify(approveAndWait(serving, issued), servingRoots, x509.ExtKeyUsageServerAuth, "node1.example.com")
+	if len(servingCert.ExtKeyUsage) != 1 || servingCert.ExtKeyUsage[0] != x509.ExtKeyUsageServerAuth {
+		t.Errorf("serving certificate usages %v, want server auth only", servingCert.ExtKeyUsage)
+	}
+	if _, err := servingCert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "node1.example.com"}); err == nil {
+		t.Error("a kubelet serving certificate verifies against the cluster CA, which clients trust for the API server")
 	}
 	apiClient := newCSR("alice-client", certificatesv1.KubeAPIServerClientSignerName, csrPEM(t, "alice", "devs"))
-	if cert := verify(approveAndWait(apiClient, issued), x509.ExtKeyUsageClientAuth, ""); cert.Subject.CommonName != "alice" || cert.Subject.Organization[0] != "devs" {
+	if cert := verify(approveAndWait(apiClient, issued), roots, x509.ExtKeyUsageClientAuth, ""); cert.Subject.CommonName != "alice" || cert.Subject.Organization[0] != "devs" {
 		t.Errorf("API client certificate subject %v", cert.Subject)
 	}
 
@@ -441,6 +454,8 @@ func TestClusterTrustBundles(t *testing.T) {
 	list, err := bundles.List(ctx, metav1.ListOptions{FieldSelector: "spec.signerName=" + certificatesv1.KubeletServingSignerName})
 	if err != nil || len(list.Items) != 1 {
 		t.Errorf("bundles of the kubelet-serving signer: %v, %d, want 1", err, len(list.Items))
+	} else if servingCA := readFile(t, filepath.Join(s.dataDir, "pki", "kubelet-serving-ca.crt")); list.Items[0].Spec.TrustBundle != string(servingCA) {
+		t.Errorf("the kubelet-serving bundle holds %q, want the kubelet-serving CA %q", list.Items[0].Spec.TrustBundle, servingCA)
 	}
 
 	grant(t, s, "carol", rbacv1.PolicyRule{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"clustertrustbundles"}, Verbs: []string{"create"}})
@@ -473,4 +488,13 @@ func TestClusterTrustBundles(t *testing.T) {
 			t.Errorf("%s: got %v, want 422", tc.name, err)
 		}
 	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -15,12 +15,16 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/authz/rbac"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
+	"github.com/idplane/idplane/internal/certificates"
 	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
 	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
@@ -53,7 +57,9 @@ type controllerContext struct {
 	signingDuration time.Duration
 	// approveKubeletServing lets the approver approve nodes' own kubelet serving CSRs.
 	approveKubeletServing bool
-	informers             informers.SharedInformerFactory
+	// apiServerNames are the names the serving certificate covers, which no node's may.
+	apiServerNames certificates.ServerNames
+	informers      informers.SharedInformerFactory
 }
 
 // controller builds one controller and returns how to run it until ctx ends.
@@ -97,11 +103,20 @@ var leaderControllers = []controller{
 	{"csr-approving-controller", func(cc controllerContext) (func(context.Context), error) {
 		// The approver asks the server's own authorizer whether the requester may self-request.
 		cfg := csrapproving.Config{ApproveKubeletServing: cc.approveKubeletServing}
+		var events record.EventBroadcaster
 		if cc.approveKubeletServing {
-			cfg.Nodes = cc.informers.Core().V1().Nodes()
+			events = record.NewBroadcaster()
+			cfg.Nodes, cfg.APIServer = cc.informers.Core().V1().Nodes(), cc.apiServerNames
+			cfg.Recorder = events.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: "csrapproving"})
 		}
 		c, err := csrapproving.New(cc.client, cc.authorizer, cc.informers.Certificates().V1().CertificateSigningRequests(), cfg)
-		return func(ctx context.Context) { c.Run(ctx, 1) }, err
+		return func(ctx context.Context) {
+			if events != nil {
+				events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.client.CoreV1().Events("")})
+				defer events.Shutdown()
+			}
+			c.Run(ctx, 1)
+		}, err
 	}},
 	{"bootstrap-token-cleaner", func(cc controllerContext) (func(context.Context), error) {
 		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), clock.RealClock{})

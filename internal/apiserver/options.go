@@ -58,7 +58,8 @@ type Options struct {
 	// ClusterSigningDuration caps the lifetime of certificates the built-in signers issue.
 	ClusterSigningDuration time.Duration
 	// ClusterSigningFiles are, per built-in signer flag prefix, the CA certificate and key files;
-	// empty means the cluster CA in <data-dir>/pki.
+	// empty means the signer's own CA in <data-dir>/pki for a signer of server certificates, the
+	// cluster CA for the others.
 	ClusterSigningFiles map[string]*SigningFiles
 	// ApproveKubeletServing lets the approver approve a node's own kubelet serving CSRs for the
 	// names its Node object shows.
@@ -115,11 +116,18 @@ func isURL(s string) bool {
 type SigningFiles struct{ CertFile, KeyFile string }
 
 // clusterSigners name the built-in signers by the prefix of their CA flags, as kube-controller-manager does.
-var clusterSigners = []struct{ flag, signer string }{
-	{"kubelet-serving", certificatesv1.KubeletServingSignerName},
-	{"kubelet-client", certificatesv1.KubeAPIServerClientKubeletSignerName},
-	{"kube-apiserver-client", certificatesv1.KubeAPIServerClientSignerName},
-	{"legacy-unknown", "kubernetes.io/legacy-unknown"},
+// A signer with ownCA signs, unless its flags say otherwise, with a CA of its own
+// (<data-dir>/pki/<flag>-ca.crt, created at first start) rather than the cluster CA: what it
+// issues are server certificates, which must not verify as the API server to everyone who
+// trusts the cluster CA.
+var clusterSigners = []struct {
+	flag, signer string
+	ownCA        bool
+}{
+	{"kubelet-serving", certificatesv1.KubeletServingSignerName, true},
+	{"kubelet-client", certificatesv1.KubeAPIServerClientKubeletSignerName, false},
+	{"kube-apiserver-client", certificatesv1.KubeAPIServerClientSignerName, false},
+	{"legacy-unknown", "kubernetes.io/legacy-unknown", false},
 }
 
 // NewOptions returns the defaults.
@@ -180,11 +188,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.GMSA.AlphaAnnotations, "gmsa-alpha-annotations", o.GMSA.AlphaAnnotations, "GMSA admission also expands and checks the alpha annotations (pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name and friends), for clusters migrating from alpha.")
 	o.Admission.AddFlags(fs)
 	fs.DurationVar(&o.ClusterSigningDuration, "cluster-signing-duration", o.ClusterSigningDuration, "Longest lifetime of a certificate the built-in kubernetes.io signers issue; a CSR's expirationSeconds can only shorten it.")
-	fs.BoolVar(&o.ApproveKubeletServing, "approve-kubelet-serving", o.ApproveKubeletServing, "Approve kubernetes.io/kubelet-serving CSRs that a node asks for itself (CN system:node:<name>, O system:nodes, usages digital signature[, key encipherment], server auth) when every DNS and IP name is among its Node's status.addresses or kubernetes.io/hostname label; others stay pending.")
+	fs.BoolVar(&o.ApproveKubeletServing, "approve-kubelet-serving", o.ApproveKubeletServing, "Approve kubernetes.io/kubelet-serving CSRs that a node asks for itself (CN system:node:<name>, O system:nodes, usages digital signature[, key encipherment], server auth) when every DNS and IP name is among its Node's status.addresses or kubernetes.io/hostname label and is no one else's: never a loopback name or address, a wildcard, the API server's names (its serving certificate's, kubernetes.default.svc...) or a name another Node reports; others stay pending, the latter with a KubeletServingNameRefused event.")
 	for _, s := range clusterSigners {
 		f := o.ClusterSigningFiles[s.flag]
-		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: the cluster CA). Read again when it changes.")
-		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: the cluster CA's key).")
+		defaultCert, defaultKey := "the cluster CA", "the cluster CA's key"
+		if s.ownCA {
+			defaultCert, defaultKey = "<data-dir>/pki/"+s.flag+"-ca.crt, created at first start", "<data-dir>/pki/"+s.flag+"-ca.key"
+		}
+		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: "+defaultCert+"). Read again when it changes.")
+		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: "+defaultKey+").")
 	}
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")

@@ -393,7 +393,11 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 	if err != nil {
 		return nil, err
 	}
-	signers, err := loadClusterSigners(o)
+	signers, err := loadClusterSigners(o, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	apiServerNames, err := servingCertNames(in.servingCert)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +405,7 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 		client: client, dyn: dyn, authorizer: cfg.Authorization.Authorizer,
 		caPEM: in.caPEM, issuer: tokens.config.Issuer,
 		signers: signers, signingDuration: o.ClusterSigningDuration,
-		approveKubeletServing: o.ApproveKubeletServing,
+		approveKubeletServing: o.ApproveKubeletServing, apiServerNames: apiServerNames,
 	}
 	var elector *leaderelection.Elector
 	if le := o.LeaderElection; le.LeaderElect {

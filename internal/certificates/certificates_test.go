@@ -3,6 +3,7 @@ package certificates
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -13,7 +14,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,21 +32,53 @@ type reqOpts struct {
 	ips    []net.IP
 	emails []string
 	uris   []*url.URL
-	rsa    bool
+	// key is the request's key type; empty means ECDSA P-256.
+	key keyType
 }
 
-func makeRequest(t testing.TB, o reqOpts) *x509.CertificateRequest {
+type keyType string
+
+const (
+	rsaKey     keyType = "RSA"
+	ecdsaKey   keyType = "ECDSA P-256"
+	ed25519Key keyType = "Ed25519"
+)
+
+// testKeys holds one key per type, generated once: RSA keys are slow to make.
+var testKeys = struct {
+	sync.Mutex
+	m map[keyType]crypto.Signer
+}{m: map[keyType]crypto.Signer{}}
+
+func testKey(t testing.TB, kind keyType) crypto.Signer {
 	t.Helper()
+	testKeys.Lock()
+	defer testKeys.Unlock()
+	if k, ok := testKeys.m[kind]; ok {
+		return k
+	}
 	var key crypto.Signer
 	var err error
-	if o.rsa {
+	switch kind {
+	case rsaKey:
 		key, err = rsa.GenerateKey(rand.Reader, 2048)
-	} else {
+	case ecdsaKey, "":
 		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case ed25519Key:
+		_, key, err = ed25519.GenerateKey(rand.Reader)
+	default:
+		t.Fatalf("unknown key type %q", kind)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	testKeys.m[kind] = key
+	return key
+}
+
+func makeRequest(t testing.TB, o reqOpts) *x509.CertificateRequest {
+	t.Helper()
+	key := testKey(t, o.key)
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
 		Subject: pkix.Name{CommonName: o.cn, Organization: o.orgs}, DNSNames: o.dns, IPAddresses: o.ips, EmailAddresses: o.emails, URIs: o.uris,
 	}, key)
@@ -73,7 +108,7 @@ func TestPolicies(t *testing.T) {
 	withEmail := withDNS
 	withEmail.emails = []string{"n1@example.com"}
 	rsaNode := node
-	rsaNode.rsa = true
+	rsaNode.key = rsaKey
 	extraOrg := node
 	extraOrg.orgs = []string{"system:nodes", "system:masters"}
 	bareCN := node
@@ -90,17 +125,17 @@ func TestPolicies(t *testing.T) {
 		{"client: no client auth", client, reqOpts{cn: "alice"}, usages(certificatesv1.UsageDigitalSignature), `usage "client auth" is required`},
 		{"kubelet client", kubelet, node, digitalClient, ""},
 		{"kubelet client: key encipherment with RSA", kubelet, rsaNode, usages(certificatesv1.UsageKeyEncipherment, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth), ""},
-		{"kubelet client: key encipherment with ECDSA", kubelet, node, usages(certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth), "only allowed for RSA keys"},
+		{"kubelet client: key encipherment without digital signature", kubelet, node, usages(certificatesv1.UsageKeyEncipherment, certificatesv1.UsageClientAuth), "must be exactly one of"},
 		{"kubelet client: not a node name", kubelet, reqOpts{cn: "alice", orgs: []string{"system:nodes"}}, digitalClient, `must start with "system:node:"`},
 		{"kubelet client: the prefix alone", kubelet, bareCN, digitalClient, "name a node"},
 		{"kubelet client: another organization too", kubelet, extraOrg, digitalClient, "must be exactly"},
 		{"kubelet client: SANs", kubelet, withDNS, digitalClient, "subject alternative names are not allowed"},
-		{"kubelet client: server auth", kubelet, node, usages(certificatesv1.UsageServerAuth, certificatesv1.UsageClientAuth), `usage "server auth" is not allowed`},
+		{"kubelet client: server auth", kubelet, node, usages(certificatesv1.UsageServerAuth, certificatesv1.UsageClientAuth), "must be exactly one of"},
 		{"kubelet serving: DNS", serving, withDNS, usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth), ""},
-		{"kubelet serving: IP", serving, withIP, usages(certificatesv1.UsageServerAuth), ""},
+		{"kubelet serving: IP", serving, withIP, usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth), ""},
 		{"kubelet serving: no SANs", serving, node, usages(certificatesv1.UsageServerAuth), "at least one DNS or IP"},
 		{"kubelet serving: email SAN", serving, withEmail, usages(certificatesv1.UsageServerAuth), "only DNS and IP"},
-		{"kubelet serving: client auth", serving, withDNS, usages(certificatesv1.UsageServerAuth, certificatesv1.UsageClientAuth), `usage "client auth" is not allowed`},
+		{"kubelet serving: client auth", serving, withDNS, usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth, certificatesv1.UsageClientAuth), "must be exactly one of"},
 		{"legacy-unknown: anything", legacyUnknownSignerName, reqOpts{cn: "x"}, usages(certificatesv1.UsageCertSign), ""},
 	}
 	for _, tc := range cases {
@@ -113,6 +148,90 @@ func TestPolicies(t *testing.T) {
 				t.Fatalf("Check = %v, want an error containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestUsageSetsPerKeyType: each built-in signer takes the same usage sets whatever the key type
+// (the kubelet signers exactly the design's set or that set without key encipherment), and what
+// it takes it signs with exactly those usages.
+func TestUsageSetsPerKeyType(t *testing.T) {
+	const (
+		client  = certificatesv1.KubeAPIServerClientSignerName
+		kubelet = certificatesv1.KubeAPIServerClientKubeletSignerName
+		serving = certificatesv1.KubeletServingSignerName
+		legacy  = legacyUnknownSignerName
+	)
+	const (
+		ke    = certificatesv1.UsageKeyEncipherment
+		ds    = certificatesv1.UsageDigitalSignature
+		cAuth = certificatesv1.UsageClientAuth
+		sAuth = certificatesv1.UsageServerAuth
+	)
+	usageSets := []struct {
+		name   string
+		usages []certificatesv1.KeyUsage
+		// signed are the signers that take the set.
+		signed []string
+	}{
+		{"design client set", usages(ke, ds, cAuth), []string{client, kubelet, legacy}},
+		{"client set without key encipherment", usages(ds, cAuth), []string{client, kubelet, legacy}},
+		{"design client set reordered and repeated", usages(cAuth, ke, ds, cAuth), []string{client, kubelet, legacy}},
+		{"design serving set", usages(ke, ds, sAuth), []string{serving, legacy}},
+		{"serving set without key encipherment", usages(ds, sAuth), []string{serving, legacy}},
+		{"client auth alone", usages(cAuth), []string{client, legacy}},
+		{"key encipherment and client auth", usages(ke, cAuth), []string{client, legacy}},
+		{"server auth alone", usages(sAuth), []string{legacy}},
+		{"key encipherment and server auth", usages(ke, sAuth), []string{legacy}},
+		{"client and server auth", usages(ds, cAuth, sAuth), []string{legacy}},
+		{"design serving set and cert sign", usages(ke, ds, sAuth, certificatesv1.UsageCertSign), []string{legacy}},
+	}
+	subjects := map[string]reqOpts{
+		client:  {cn: "alice", orgs: []string{"devs"}},
+		kubelet: {cn: "system:node:n1", orgs: []string{"system:nodes"}},
+		serving: {cn: "system:node:n1", orgs: []string{"system:nodes"}, dns: []string{"n1.example.com"}, ips: []net.IP{net.ParseIP("10.0.0.1")}},
+		legacy:  {cn: "anyone"},
+	}
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	certFile, keyFile := writeCA(t, t.TempDir(), "ca", now)
+	ca, err := LoadCA(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, signer := range []string{kubelet, serving, client, legacy} {
+		for _, key := range []keyType{rsaKey, ecdsaKey, ed25519Key} {
+			for _, set := range usageSets {
+				t.Run(signer+"/"+string(key)+"/"+set.name, func(t *testing.T) {
+					opts := subjects[signer]
+					opts.key = key
+					req := &Request{CSR: makeRequest(t, opts), Usages: set.usages}
+					err := Policies[signer].Check(req)
+					if want := slices.Contains(set.signed, signer); want != (err == nil) {
+						t.Fatalf("Check = %v, want signed %v", err, want)
+					}
+					if err != nil {
+						return
+					}
+					certPEM, err := ca.Sign(SignParams{Request: req, MaxDuration: time.Hour, Now: now})
+					if err != nil {
+						t.Fatalf("signing: %v", err)
+					}
+					block, _ := pem.Decode(certPEM)
+					cert, err := x509.ParseCertificate(block.Bytes)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got, want := cert.KeyUsage&x509.KeyUsageKeyEncipherment != 0, slices.Contains(set.usages, ke); got != want {
+						t.Errorf("certificate key encipherment %v, want %v", got, want)
+					}
+					if got, want := slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageServerAuth), slices.Contains(set.usages, sAuth); got != want {
+						t.Errorf("certificate server auth %v, want %v", got, want)
+					}
+					if cert.PublicKeyAlgorithm != req.CSR.PublicKeyAlgorithm {
+						t.Errorf("certificate key %v, want the request's %v", cert.PublicKeyAlgorithm, req.CSR.PublicKeyAlgorithm)
+					}
+				})
+			}
+		}
 	}
 }
 

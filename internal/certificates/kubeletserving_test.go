@@ -2,12 +2,10 @@ package certificates
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"net"
 	"net/url"
 	"strings"
@@ -32,14 +30,7 @@ func servingCSR(t *testing.T, key crypto.Signer, tmpl x509.CertificateRequest) *
 }
 
 func TestApproveKubeletServing(t *testing.T) {
-	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ecKey, rsaK, edKey := testKey(t, ecdsaKey), testKey(t, rsaKey), testKey(t, ed25519Key)
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelHostname: "n1-label"}},
 		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
@@ -85,7 +76,7 @@ func TestApproveKubeletServing(t *testing.T) {
 		{"DNS names compare without case", good(sans([]string{"N1.Example.COM"})), ""},
 		{"IPv6 in another spelling", good(sans(nil, "2001:0db8:0:0::1")), ""},
 		{"usages in another order, repeated", good(usages(certificatesv1.UsageServerAuth, certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth)), ""},
-		{"RSA key with key encipherment", good(usages(withKE...), csr(rsaKey, x509.CertificateRequest{Subject: subject, DNSNames: []string{"n1"}})), ""},
+		{"RSA key with key encipherment", good(usages(withKE...), csr(rsaK, x509.CertificateRequest{Subject: subject, DNSNames: []string{"n1"}})), ""},
 
 		{"node does not exist", good(func(r *request) { r.Node = nil }), "node exists"},
 		{"node of another name", good(func(r *request) {
@@ -112,9 +103,11 @@ func TestApproveKubeletServing(t *testing.T) {
 		{"organization missing", good(csr(ecKey, x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:n1"}, DNSNames: []string{"n1"}})), "signer policy"},
 		{"extra organization", good(csr(ecKey, x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes", "system:masters"}}, DNSNames: []string{"n1"}})), "signer policy"},
 		{"no server auth", good(usages(certificatesv1.UsageDigitalSignature)), "signer policy"},
-		{"no digital signature", good(usages(certificatesv1.UsageServerAuth)), "usages"},
+		{"no digital signature", good(usages(certificatesv1.UsageServerAuth)), "signer policy"},
 		{"client auth too", good(usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth, certificatesv1.UsageClientAuth)), "signer policy"},
-		{"key encipherment on an EC key", good(usages(withKE...)), "signer policy"},
+		{"key encipherment on an EC key", good(usages(withKE...)), ""},
+		{"key encipherment on an Ed25519 key", good(usages(withKE...), csr(edKey, x509.CertificateRequest{Subject: subject, DNSNames: []string{"n1"}})), ""},
+		{"Ed25519 key without key encipherment", good(csr(edKey, x509.CertificateRequest{Subject: subject, DNSNames: []string{"n1"}})), ""},
 		{"no usages", good(usages()), "signer policy"},
 	}
 	for _, tc := range cases {
@@ -127,5 +120,125 @@ func TestApproveKubeletServing(t *testing.T) {
 				t.Fatalf("ApproveKubeletServing = %v, want a refusal by rule %q", err, tc.failsAt)
 			}
 		})
+	}
+}
+
+// TestKubeletServingRefusesNamesNotTheNodes: a node that reports a name in its own status still
+// never gets, without a human, a name that reaches the client's own host, the API server's
+// names, a wildcard, or what another Node reports; it gets what is only its own.
+func TestKubeletServingRefusesNamesNotTheNodes(t *testing.T) {
+	const (
+		loopback  = "a loopback name or address"
+		inCluster = "the API server's in-cluster name"
+		apiServer = "covered by the API server's serving certificate"
+		wildcard  = "a wildcard"
+		otherNode = `claimed by Node "n2"`
+	)
+	other := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{corev1.LabelHostname: "n2-host"}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: "10.0.0.2"},
+			{Type: corev1.NodeExternalIP, Address: "2001:db8::2"},
+			{Type: corev1.NodeExternalDNS, Address: "n2.example.com"},
+		}},
+	}
+	apiServerNames := ServerNames{
+		DNS: []string{"localhost", "apiserver-loopback-client", "api.example.com", "*.api.example.com"},
+		IPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("10.0.0.100")},
+	}
+	cases := []struct {
+		dns, ip string
+		want    string // the reason the name is refused; "": approved
+	}{
+		{dns: "localhost", want: loopback},
+		{dns: "LOCALHOST.", want: loopback},
+		{dns: "app.localhost", want: loopback},
+		{dns: "localhost.localdomain", want: loopback},
+		{dns: "ip6-localhost", want: loopback},
+		{dns: "127.0.0.1", want: loopback},
+		{ip: "127.0.0.1", want: loopback},
+		{ip: "127.1.2.3", want: loopback},
+		{ip: "::1", want: loopback},
+		{ip: "::ffff:127.0.0.1", want: loopback},
+		{ip: "0.0.0.0", want: loopback},
+		{ip: "::", want: loopback},
+		{dns: "kubernetes", want: inCluster},
+		{dns: "kubernetes.default", want: inCluster},
+		{dns: "kubernetes.default.svc", want: inCluster},
+		{dns: "Kubernetes.Default.Svc.cluster.local.", want: inCluster},
+		{dns: "apiserver-loopback-client", want: apiServer},
+		{dns: "API.example.com", want: apiServer},
+		{dns: "x.api.example.com", want: apiServer},
+		{ip: "10.0.0.100", want: apiServer},
+		{dns: "10.0.0.100", want: apiServer},
+		{dns: "*.n1.example.com", want: wildcard},
+		{dns: "*", want: wildcard},
+		{dns: "n2", want: otherNode},
+		{dns: "N2-Host", want: otherNode},
+		{dns: "n2.example.com.", want: otherNode},
+		{ip: "10.0.0.2", want: otherNode},
+		{ip: "::ffff:10.0.0.2", want: otherNode},
+		{ip: "2001:db8:0::2", want: otherNode},
+		{dns: "10.0.0.2", want: otherNode},
+
+		{dns: "n1"},
+		{dns: "n1.example.com"},
+		{ip: "10.0.0.1"},
+		{ip: "2001:db8::1"},
+		{dns: "a.b.api.example.com"},
+		{dns: "kubernetes.default.svcs"},
+		{dns: "n2.example.com.n1"},
+	}
+	for _, tc := range cases {
+		name := tc.dns
+		if tc.ip != "" {
+			name = "IP " + tc.ip
+		}
+		t.Run(name, func(t *testing.T) {
+			self := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+			tmpl := x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}}}
+			// The node reports the name itself, as the attacker's did: only the name rules stand
+			// between it and the certificate.
+			if tc.dns != "" {
+				tmpl.DNSNames = []string{tc.dns}
+				self.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: tc.dns}}
+			} else {
+				tmpl.IPAddresses = []net.IP{net.ParseIP(tc.ip)}
+				self.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: tc.ip}}
+			}
+			err := ApproveKubeletServing(&KubeletServingRequest{
+				Username: "system:node:n1", Groups: []string{"system:nodes"},
+				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+				CSR:    servingCSR(t, testKey(t, ecdsaKey), tmpl), Node: self,
+				APIServer: apiServerNames, Claimants: []*corev1.Node{self, other},
+			})
+			var refused *RefusedNamesError
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("not approved: %v", err)
+			case tc.want != "" && !errors.As(err, &refused):
+				t.Fatalf("ApproveKubeletServing = %v, want the name refused as %s", err, tc.want)
+			case tc.want != "" && (len(refused.Names) != 1 || !strings.HasSuffix(refused.Names[0], ": "+tc.want)):
+				t.Fatalf("refused %q, want one name refused as %s", refused.Names, tc.want)
+			}
+		})
+	}
+
+	// Every refused name is named, not just the first.
+	self := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+		{Type: corev1.NodeHostName, Address: "n1"}, {Type: corev1.NodeHostName, Address: "localhost"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.2"},
+	}}}
+	err := ApproveKubeletServing(&KubeletServingRequest{
+		Username: "system:node:n1", Groups: []string{"system:nodes"},
+		Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		CSR: servingCSR(t, testKey(t, ecdsaKey), x509.CertificateRequest{
+			Subject:  pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}},
+			DNSNames: []string{"n1", "localhost"}, IPAddresses: []net.IP{net.ParseIP("10.0.0.2")},
+		}),
+		Node: self, Claimants: []*corev1.Node{self, other},
+	})
+	want := `names are no one else's: DNS name "localhost": ` + loopback + `; IP address 10.0.0.2: ` + otherNode
+	if err == nil || err.Error() != want {
+		t.Errorf("ApproveKubeletServing = %v, want %s", err, want)
 	}
 }

@@ -4,7 +4,6 @@
 package certificates
 
 import (
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -75,9 +74,7 @@ var Policies = map[string]Policy{
 			commonNamePrefix(nodeUserPrefix),
 			organizationsExactly("system:nodes"),
 			noSANs,
-			usagesWithin(certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment),
-			usagesInclude(certificatesv1.UsageClientAuth),
-			keyEnciphermentOnlyForRSA,
+			usagesExactlyOneOf(kubeletClientUsageSets),
 		},
 	},
 	certificatesv1.KubeletServingSignerName: {
@@ -86,13 +83,27 @@ var Policies = map[string]Policy{
 			commonNamePrefix(nodeUserPrefix),
 			organizationsExactly("system:nodes"),
 			dnsOrIPSANsOnly,
-			usagesWithin(certificatesv1.UsageServerAuth, certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment),
-			usagesInclude(certificatesv1.UsageServerAuth),
-			keyEnciphermentOnlyForRSA,
+			usagesExactlyOneOf(kubeletServingUsageSets),
 		},
 	},
 	legacyUnknownSignerName: {SignerName: legacyUnknownSignerName},
 }
+
+// kubeletClientUsageSets and kubeletServingUsageSets are the usages the kubelet signers issue,
+// each request exactly one of the sets, whatever its key type. The design lists the sets with
+// key encipherment; current Kubernetes also takes them without, as a kubelet with a non-RSA key
+// asks. Key encipherment on an ECDSA or Ed25519 key grants nothing (no TLS version encrypts a
+// key to one), so it is not refused for them.
+var (
+	kubeletClientUsageSets = [][]certificatesv1.KeyUsage{
+		{certificatesv1.UsageKeyEncipherment, certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+	}
+	kubeletServingUsageSets = [][]certificatesv1.KeyUsage{
+		{certificatesv1.UsageKeyEncipherment, certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+	}
+)
 
 // legacyUnknownSignerName promises nothing; only v1beta1 clients can still ask for it.
 const legacyUnknownSignerName = "kubernetes.io/legacy-unknown"
@@ -154,11 +165,23 @@ func usagesInclude(required certificatesv1.KeyUsage) Rule {
 	}
 }
 
-// keyEnciphermentOnlyForRSA: key encipherment means encrypting a key with the certificate's
-// public key, which only RSA keys do.
-func keyEnciphermentOnlyForRSA(req *Request) error {
-	if _, rsaKey := req.CSR.PublicKey.(*rsa.PublicKey); !rsaKey && slices.Contains(req.Usages, certificatesv1.UsageKeyEncipherment) {
-		return errors.New(`usage "key encipherment" is only allowed for RSA keys`)
+// usagesExactlyOneOf: the request's usages, as a set (order and repeats do not matter), are one
+// of the given sets.
+func usagesExactlyOneOf(sets [][]certificatesv1.KeyUsage) Rule {
+	return func(req *Request) error {
+		got := usageSet(req.Usages)
+		for _, want := range sets {
+			if slices.Equal(got, usageSet(want)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("usages %q must be exactly one of %q", req.Usages, sets)
 	}
-	return nil
+}
+
+// usageSet is the sorted set of the usages.
+func usageSet(usages []certificatesv1.KeyUsage) []certificatesv1.KeyUsage {
+	s := slices.Clone(usages)
+	slices.Sort(s)
+	return slices.Compact(s)
 }

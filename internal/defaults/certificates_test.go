@@ -1,9 +1,12 @@
 package defaults
 
 import (
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -19,6 +22,11 @@ func requestPEM(t *testing.T, cn string, orgs []string, dns ...string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return requestPEMWithKey(t, key, cn, orgs, dns...)
+}
+
+func requestPEMWithKey(t *testing.T, key crypto.Signer, cn string, orgs []string, dns ...string) []byte {
+	t.Helper()
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}, DNSNames: dns}, key)
 	if err != nil {
 		t.Fatal(err)
@@ -62,5 +70,62 @@ func TestCertificateSigningRequestV1beta1(t *testing.T) {
 				t.Errorf("condition status %q, want True", csr.Status.Conditions[0].Status)
 			}
 		})
+	}
+}
+
+// TestV1beta1SignerFromUsagesPerKeyType: a v1beta1 kubelet request gets its kubelet signer for
+// the design's usage set and for the set without key encipherment, whatever its key type; a set
+// the kubelet signers do not issue gets kubernetes.io/legacy-unknown.
+func TestV1beta1SignerFromUsagesPerKeyType(t *testing.T) {
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		ke     = certificatesv1beta1.UsageKeyEncipherment
+		ds     = certificatesv1beta1.UsageDigitalSignature
+		client = certificatesv1beta1.UsageClientAuth
+		server = certificatesv1beta1.UsageServerAuth
+	)
+	cases := []struct {
+		name    string
+		serving bool // the request has a DNS name, as a serving request does
+		usages  []certificatesv1beta1.KeyUsage
+		want    string
+	}{
+		{"client, design set", false, []certificatesv1beta1.KeyUsage{ke, ds, client}, certificatesv1beta1.KubeAPIServerClientKubeletSignerName},
+		{"client, without key encipherment", false, []certificatesv1beta1.KeyUsage{ds, client}, certificatesv1beta1.KubeAPIServerClientKubeletSignerName},
+		{"client, client auth alone", false, []certificatesv1beta1.KeyUsage{client}, certificatesv1beta1.LegacyUnknownSignerName},
+		{"serving, design set", true, []certificatesv1beta1.KeyUsage{ke, ds, server}, certificatesv1beta1.KubeletServingSignerName},
+		{"serving, without key encipherment", true, []certificatesv1beta1.KeyUsage{ds, server}, certificatesv1beta1.KubeletServingSignerName},
+		{"serving, server auth alone", true, []certificatesv1beta1.KeyUsage{server}, certificatesv1beta1.LegacyUnknownSignerName},
+	}
+	for _, key := range []struct {
+		name string
+		key  crypto.Signer
+	}{{"RSA", rsaKey}, {"ECDSA P-256", ecKey}, {"Ed25519", edKey}} {
+		for _, tc := range cases {
+			t.Run(key.name+"/"+tc.name, func(t *testing.T) {
+				var dns []string
+				if tc.serving {
+					dns = []string{"n1.example.com"}
+				}
+				csr := &certificatesv1beta1.CertificateSigningRequest{Spec: certificatesv1beta1.CertificateSigningRequestSpec{
+					Request: requestPEMWithKey(t, key.key, "system:node:n1", []string{"system:nodes"}, dns...), Usages: tc.usages,
+				}}
+				CertificateSigningRequestV1beta1(csr)
+				if *csr.Spec.SignerName != tc.want {
+					t.Errorf("signer %q, want %q", *csr.Spec.SignerName, tc.want)
+				}
+			})
+		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package pki creates and reuses the server's key material in the data directory: the cluster CA,
-// the serving certificate, the service-account signing key and the admin client certificate.
+// the CAs of the signers that issue server certificates, the serving certificate, the
+// service-account signing key and the admin client certificate.
 // Files written once are reused on every later start, so clients keep trusting the same CA.
 package pki
 
@@ -54,12 +55,27 @@ func (f Files) SAPub() string       { return filepath.Join(f.Dir, "sa.pub") }
 func (f Files) AdminCert() string   { return filepath.Join(f.Dir, "admin.crt") }
 func (f Files) AdminKey() string    { return filepath.Join(f.Dir, "admin.key") }
 
+// SignerCACert and SignerCAKey are the CA of one signer, by its short name (kubelet-serving for
+// kubernetes.io/kubelet-serving).
+func (f Files) SignerCACert(signer string) string { return filepath.Join(f.Dir, signer+"-ca.crt") }
+func (f Files) SignerCAKey(signer string) string  { return filepath.Join(f.Dir, signer+"-ca.key") }
+
 // EnsureCA loads the CA from disk, creating a new self-signed one when neither file exists.
 // One file without the other is an error: silently replacing a CA would orphan every issued
 // certificate.
 func EnsureCA(f Files, commonName string, now time.Time) (*CA, error) {
-	certPEM, certErr := os.ReadFile(f.CACert())
-	keyPEM, keyErr := os.ReadFile(f.CAKey())
+	return ensureCA(f.CACert(), f.CAKey(), commonName, now)
+}
+
+// EnsureSignerCA is EnsureCA for one signer's own CA (SignerCACert, SignerCAKey), named
+// idplane-<signer>-ca.
+func EnsureSignerCA(f Files, signer string, now time.Time) (*CA, error) {
+	return ensureCA(f.SignerCACert(signer), f.SignerCAKey(signer), "idplane-"+signer+"-ca", now)
+}
+
+func ensureCA(certFile, keyFile, commonName string, now time.Time) (*CA, error) {
+	certPEM, certErr := os.ReadFile(certFile)
+	keyPEM, keyErr := os.ReadFile(keyFile)
 	switch {
 	case certErr == nil && keyErr == nil:
 		return ParseCA(certPEM, keyPEM)
@@ -69,7 +85,7 @@ func EnsureCA(f Files, commonName string, now time.Time) (*CA, error) {
 	case keyErr != nil && !errors.Is(keyErr, os.ErrNotExist):
 		return nil, fmt.Errorf("reading CA key: %w", keyErr)
 	default:
-		return nil, fmt.Errorf("only one of %s and %s exists; restore the other or remove both", f.CACert(), f.CAKey())
+		return nil, fmt.Errorf("only one of %s and %s exists; restore the other or remove both", certFile, keyFile)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -92,10 +108,10 @@ func EnsureCA(f Files, commonName string, now time.Time) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteFile(f.CAKey(), keyPEM, 0o600); err != nil {
+	if err := WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		return nil, err
 	}
-	if err := WriteFile(f.CACert(), certPEM, 0o644); err != nil {
+	if err := WriteFile(certFile, certPEM, 0o644); err != nil {
 		return nil, err
 	}
 	return ParseCA(certPEM, keyPEM)

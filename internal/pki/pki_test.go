@@ -35,6 +35,39 @@ func TestEnsureCACreatesThenReuses(t *testing.T) {
 	}
 }
 
+// A signer's CA is its own key pair beside the cluster CA, created once and then reused, and
+// half of one is refused like half of the cluster CA.
+func TestEnsureSignerCA(t *testing.T) {
+	f := Files{Dir: t.TempDir()}
+	cluster, err := EnsureCA(f, "cluster", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := EnsureSignerCA(f, "kubelet-serving", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.SignerCACert("kubelet-serving") != filepath.Join(f.Dir, "kubelet-serving-ca.crt") {
+		t.Errorf("signer CA file %s", f.SignerCACert("kubelet-serving"))
+	}
+	if !ca.Cert.IsCA || ca.Cert.Subject.CommonName != "idplane-kubelet-serving-ca" || ca.Cert.Equal(cluster.Cert) {
+		t.Errorf("signer CA: IsCA %v CN %q, same as the cluster CA %v", ca.Cert.IsCA, ca.Cert.Subject.CommonName, ca.Cert.Equal(cluster.Cert))
+	}
+	if info, err := os.Stat(f.SignerCAKey("kubelet-serving")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("signer CA key mode: %v, %v", info, err)
+	}
+	again, err := EnsureSignerCA(f, "kubelet-serving", t0.Add(time.Hour))
+	if err != nil || !again.Cert.Equal(ca.Cert) {
+		t.Errorf("second EnsureSignerCA: %v, reused %v", err, err == nil && again.Cert.Equal(ca.Cert))
+	}
+	if err := os.Remove(f.SignerCAKey("kubelet-serving")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureSignerCA(f, "kubelet-serving", t0); err == nil {
+		t.Error("EnsureSignerCA with the key missing succeeded")
+	}
+}
+
 func TestEnsureCARefusesHalfACA(t *testing.T) {
 	f := Files{Dir: t.TempDir()}
 	if _, err := EnsureCA(f, "ca", t0); err != nil {

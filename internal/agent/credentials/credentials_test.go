@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,15 @@ func TestServingTemplate(t *testing.T) {
 	if got.Subject.CommonName != "system:node:a" || got.Subject.Organization[0] != "system:nodes" ||
 		got.DNSNames[0] != "a.example" || !got.IPAddresses[0].Equal(net.ParseIP("192.0.2.1")) {
 		t.Errorf("serving template %+v", got)
+	}
+	// A loopback address is never the node's to serve under; with nothing else left, the host
+	// name alone, and no request at all without one.
+	got = servingTemplate("a", "a.example", []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")})
+	if len(got.IPAddresses) != 0 || !slices.Equal(got.DNSNames, []string{"a.example"}) {
+		t.Errorf("serving template with loopback addresses: DNS %v IPs %v", got.DNSNames, got.IPAddresses)
+	}
+	if got := servingTemplate("a", "", []net.IP{net.ParseIP("127.0.0.1")}); got != nil {
+		t.Errorf("serving template from a loopback address alone: %+v", got)
 	}
 }
 

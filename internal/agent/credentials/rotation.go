@@ -144,13 +144,19 @@ func (r *rotation) rotate(ctx context.Context) bool {
 
 // servingTemplate is the kubelet-serving request for the node: its host name (DNS names are
 // case-insensitive; the request carries the lower-case form) and addresses as subject
-// alternative names. Nil when there is no name to serve under.
+// alternative names, less loopback addresses: those reach the client's own host, never this
+// node, and the approver leaves a request naming one to a human. Nil when there is no name to
+// serve under.
 func servingTemplate(nodeName, hostname string, addresses []net.IP) *x509.CertificateRequest {
 	t := nodeTemplate(nodeName)
 	if hostname != "" {
 		t.DNSNames = []string{strings.ToLower(hostname)}
 	}
-	t.IPAddresses = slices.Clone(addresses)
+	for _, ip := range addresses {
+		if !ip.IsLoopback() {
+			t.IPAddresses = append(t.IPAddresses, ip)
+		}
+	}
 	if len(t.DNSNames) == 0 && len(t.IPAddresses) == 0 {
 		return nil
 	}

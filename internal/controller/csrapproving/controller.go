@@ -2,14 +2,17 @@
 // them: a new node's credentials need "create" on certificatesigningrequests/nodeclient, a node
 // renewing its own (the CSR's common name is the requester) needs
 // certificatesigningrequests/selfnodeclient. When enabled, it also approves a node's own kubelet
-// serving certificate for names its Node object shows (certificates.ApproveKubeletServing).
-// Everything else waits for a human or another approver: this controller never denies, since a
-// denial is final while a serving request may become approvable once its Node reports the names.
+// serving certificate for names its Node object shows and that are no one else's
+// (certificates.ApproveKubeletServing). Everything else waits for a human or another approver:
+// this controller never denies, since a denial is final while a serving request may become
+// approvable once its Node reports the names, and a name that belongs to someone else is for a
+// human to judge, told by an event on the CSR.
 package csrapproving
 
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,6 +30,7 @@ import (
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -41,9 +45,13 @@ type Controller struct {
 	lister certlisters.CertificateSigningRequestLister
 	csrs   cache.Indexer
 	// nodes is nil unless kubelet serving CSRs are approved.
-	nodes  corelisters.NodeLister
-	synced []cache.InformerSynced
-	queue  workqueue.TypedRateLimitingInterface[string]
+	nodes corelisters.NodeLister
+	// nodeClaims finds Nodes by the names they claim (certificates.NodeClaims).
+	nodeClaims cache.Indexer
+	apiServer  certificates.ServerNames
+	recorder   record.EventRecorder
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[string]
 }
 
 // Config are the optional parts of the approver.
@@ -53,11 +61,23 @@ type Config struct {
 	ApproveKubeletServing bool
 	// Nodes is the Node informer; required with ApproveKubeletServing.
 	Nodes coreinformers.NodeInformer
+	// APIServer are the names the API server's serving certificate covers, which no node gets.
+	APIServer certificates.ServerNames
+	// Recorder reports on a serving CSR why it was left for a human; required with
+	// ApproveKubeletServing.
+	Recorder record.EventRecorder
 }
 
 // servingRequesterIndex finds the kubelet serving CSRs a requester asked for, to look at them
 // again when the requester's Node changes.
 const servingRequesterIndex = "csrapproving.kubelet-serving-requester"
+
+// nodeClaimIndex finds the Nodes that claim a name.
+const nodeClaimIndex = "csrapproving.node-claims"
+
+// nameRefusedReason is the event reason of a serving CSR left pending for a name that is not the
+// node's to have.
+const nameRefusedReason = "KubeletServingNameRefused"
 
 // New returns the controller; authz is the server's own authorizer, asked as each CSR's requester.
 func New(client kubernetes.Interface, authz authorizer.Authorizer, csrs certinformers.CertificateSigningRequestInformer, cfg Config) (*Controller, error) {
@@ -72,9 +92,10 @@ func New(client kubernetes.Interface, authz authorizer.Authorizer, csrs certinfo
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "csrapproving"}),
 	}
 	if cfg.ApproveKubeletServing {
-		if cfg.Nodes == nil {
-			return nil, fmt.Errorf("approving kubelet serving CSRs needs the Node informer")
+		if cfg.Nodes == nil || cfg.Recorder == nil {
+			return nil, fmt.Errorf("approving kubelet serving CSRs needs the Node informer and an event recorder")
 		}
+		c.apiServer, c.recorder = cfg.APIServer, cfg.Recorder
 		if err := c.watchNodes(csrs, cfg.Nodes); err != nil {
 			return nil, err
 		}
@@ -107,7 +128,16 @@ func (c *Controller) watchNodes(csrs certinformers.CertificateSigningRequestInfo
 	if err != nil {
 		return fmt.Errorf("indexing certificatesigningrequests: %w", err)
 	}
-	c.nodes = nodes.Lister()
+	err = nodes.Informer().AddIndexers(cache.Indexers{nodeClaimIndex: func(obj any) ([]string, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			return certificates.NodeClaims(n), nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return fmt.Errorf("indexing nodes: %w", err)
+	}
+	c.nodes, c.nodeClaims = nodes.Lister(), nodes.Informer().GetIndexer()
 	c.synced = append(c.synced, nodes.Informer().HasSynced)
 	nodeChanged := func(obj any) {
 		n, ok := obj.(*corev1.Node)
@@ -219,7 +249,16 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 // syncServing approves a kubelet serving CSR when certificates.ApproveKubeletServing allows it
 // against the Node the cache holds now, and otherwise leaves it pending.
 func (c *Controller) syncServing(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, parsed *x509.CertificateRequest) error {
-	req := &certificates.KubeletServingRequest{Username: csr.Spec.Username, Groups: csr.Spec.Groups, Usages: csr.Spec.Usages, CSR: parsed}
+	req := &certificates.KubeletServingRequest{Username: csr.Spec.Username, Groups: csr.Spec.Groups, Usages: csr.Spec.Usages, CSR: parsed, APIServer: c.apiServer}
+	for _, name := range certificates.RequestNames(parsed) {
+		claimants, err := c.nodeClaims.ByIndex(nodeClaimIndex, name)
+		if err != nil {
+			return fmt.Errorf("finding the nodes that claim the names of CSR %q: %w", csr.Name, err)
+		}
+		for _, obj := range claimants {
+			req.Claimants = append(req.Claimants, obj.(*corev1.Node))
+		}
+	}
 	if name, ok := strings.CutPrefix(parsed.Subject.CommonName, nodeUserPrefix); ok && name != "" {
 		node, err := c.nodes.Get(name)
 		switch {
@@ -231,9 +270,43 @@ func (c *Controller) syncServing(ctx context.Context, csr *certificatesv1.Certif
 	}
 	if err := certificates.ApproveKubeletServing(req); err != nil {
 		klog.V(2).InfoS("Leaving kubelet serving CSR pending", "csr", csr.Name, "reason", err)
+		if refused := (*certificates.RefusedNamesError)(nil); errors.As(err, &refused) {
+			c.recorder.Event(csr, corev1.EventTypeWarning, nameRefusedReason, refusedMessage(refused.Names))
+		}
 		return nil
 	}
 	return c.approve(ctx, csr, "Auto approving kubelet serving certificate for names its node reports.")
+}
+
+// maxEventMessage is the longest event message the API accepts.
+const maxEventMessage = 1024
+
+// refusedMessage names the refused names, as many as an event's message holds, and how many more.
+func refusedMessage(names []string) string {
+	msg := "Left pending for a human to decide: "
+	shown := 0
+	for _, n := range names {
+		if shown > 0 {
+			n = "; " + n
+		}
+		more := ""
+		if rest := len(names) - shown - 1; rest > 0 {
+			more = fmt.Sprintf("; and %d more", rest)
+		}
+		if shown > 0 && len(msg)+len(n)+len(more) > maxEventMessage {
+			break
+		}
+		msg += n
+		shown++
+	}
+	if rest := len(names) - shown; rest > 0 {
+		msg += fmt.Sprintf("; and %d more", rest)
+	}
+	if len(msg) > maxEventMessage {
+		// One name alone is too long: DNS names in a CSR are ASCII, so cutting bytes is safe.
+		msg = msg[:maxEventMessage-len("...")] + "..."
+	}
+	return msg
 }
 
 func (c *Controller) approve(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, message string) error {

@@ -72,8 +72,12 @@ type write struct {
 // are listed; until then it reports ErrUnavailable.
 func Start(ctx context.Context, store Store, prefixes map[string]string) *Tracker {
 	t := &Tracker{store: store, watchCtx: ctx, changed: make(chan struct{}), prefixes: map[string]*prefixState{}}
-	for name, prefix := range prefixes {
+	// Every prefix has its state before any follower runs: a follower replaces its entry under
+	// mu, which filling the map here does not hold.
+	for name := range prefixes {
 		t.prefixes[name] = &prefixState{}
+	}
+	for name, prefix := range prefixes {
 		go t.follow(name, prefix)
 	}
 	return t

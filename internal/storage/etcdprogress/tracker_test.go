@@ -3,12 +3,14 @@ package etcdprogress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 )
@@ -224,4 +226,40 @@ func TestTrackerRecoversFromAFailedWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the restarted watch follows deletes", map[string]int64{"pods": first.Header.Revision})
+}
+
+// instantStore answers every listing at once, empty, and reports each watch it opens; its
+// watches end with their context.
+type instantStore struct{ watching chan string }
+
+func (s instantStore) Get(context.Context, string, ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	return &clientv3.GetResponse{Header: &etcdserverpb.ResponseHeader{Revision: 1}}, nil
+}
+
+func (s instantStore) Watch(ctx context.Context, key string, _ ...clientv3.OpOption) clientv3.WatchChan {
+	s.watching <- key
+	ch := make(chan clientv3.WatchResponse)
+	go func() {
+		<-ctx.Done()
+		close(ch)
+	}()
+	return ch
+}
+
+func (s instantStore) RequestProgress(context.Context) error { return nil }
+
+// Followers that list before Start has set up every prefix do not race with it (the race
+// detector reported Start's writes to the prefix map against a follower's).
+func TestStartWithFollowersAlreadyListing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	prefixes := map[string]string{}
+	for i := range 16 {
+		prefixes[fmt.Sprintf("r%d", i)] = fmt.Sprintf("/registry/r%d/", i)
+	}
+	store := instantStore{watching: make(chan string)}
+	Start(ctx, store, prefixes)
+	for range prefixes {
+		<-store.watching // the follower has listed and published its state
+	}
 }

@@ -35,12 +35,16 @@ type Store interface {
 	RequestProgress(ctx context.Context) error
 }
 
-// Backoff spaces the restarts of a failed watch; a successful listing resets it.
-var Backoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 10 * time.Second}
+// restartBackoff spaces the restarts of a failed watch; a successful listing resets it.
+func restartBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 10 * time.Second}
+}
 
 // Tracker follows the existing keys under named prefixes.
 type Tracker struct {
 	store Store
+	// backoff is each follower's first restart delay and its growth; read only.
+	backoff wait.Backoff
 	// watchCtx carries the watches' stream; progress requests must use the same stream.
 	watchCtx context.Context
 
@@ -71,7 +75,11 @@ type write struct {
 // Start lists and watches each prefix until ctx ends. LatestRevisions answers once the prefixes
 // are listed; until then it reports ErrUnavailable.
 func Start(ctx context.Context, store Store, prefixes map[string]string) *Tracker {
-	t := &Tracker{store: store, watchCtx: ctx, changed: make(chan struct{}), prefixes: map[string]*prefixState{}}
+	return start(ctx, store, prefixes, restartBackoff())
+}
+
+func start(ctx context.Context, store Store, prefixes map[string]string, backoff wait.Backoff) *Tracker {
+	t := &Tracker{store: store, backoff: backoff, watchCtx: ctx, changed: make(chan struct{}), prefixes: map[string]*prefixState{}}
 	// Every prefix has its state before any follower runs: a follower replaces its entry under
 	// mu, which filling the map here does not hold.
 	for name := range prefixes {
@@ -85,9 +93,9 @@ func Start(ctx context.Context, store Store, prefixes map[string]string) *Tracke
 
 // follow keeps one prefix's state current: list, watch until the watch fails, back off, again.
 func (t *Tracker) follow(name, prefix string) {
-	backoff := Backoff
+	backoff := t.backoff
 	for t.watchCtx.Err() == nil {
-		err := t.listAndWatch(name, prefix, func() { backoff = Backoff })
+		err := t.listAndWatch(name, prefix, func() { backoff = t.backoff })
 		if t.watchCtx.Err() != nil {
 			return
 		}

@@ -186,14 +186,13 @@ func (s *faultyStore) set(listFails, breakWatches bool) {
 }
 
 func TestTrackerRecoversFromAFailedWatch(t *testing.T) {
-	saved := Backoff
-	Backoff.Duration, Backoff.Cap = time.Millisecond, 10*time.Millisecond
-	t.Cleanup(func() { Backoff = saved })
+	backoff := restartBackoff()
+	backoff.Duration, backoff.Cap = time.Millisecond, 10*time.Millisecond
 	c := startEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	store := &faultyStore{Client: c, broken: make(chan struct{})}
-	tr := Start(ctx, store, map[string]string{"pods": "/registry/pods/"})
+	tr := start(ctx, store, map[string]string{"pods": "/registry/pods/"}, backoff)
 	check := checker(t, tr)
 	first, err := c.Put(ctx, "/registry/pods/ns/a", "v")
 	if err != nil {

@@ -109,7 +109,7 @@ func TestBootstrapTokens(t *testing.T) {
 		},
 	}
 	mustCreate(t, secrets.Create, withGroups)
-	tok, err := bootstraptoken.Create(ctx, s.client, clock.RealClock{}, time.Hour)
+	tok, err := bootstraptoken.Create(ctx, s.client, clock.RealClock{}, time.Hour, bootstraptoken.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}

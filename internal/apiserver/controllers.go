@@ -15,6 +15,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -96,15 +99,24 @@ var leaderControllers = []controller{
 	}},
 	{"csr-approving-controller", func(cc controllerContext) (func(context.Context), error) {
 		// The approver asks the server's own authorizer whether the requester may self-request.
-		cfg := csrapproving.Config{ApproveKubeletServing: cc.approveKubeletServing}
+		events := record.NewBroadcaster()
+		cfg := csrapproving.Config{
+			ApproveKubeletServing: cc.approveKubeletServing,
+			Secrets:               cc.informers.Core().V1().Secrets(),
+			Recorder:              events.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: "csrapproving"}),
+		}
 		if cc.approveKubeletServing {
 			cfg.Nodes = cc.informers.Core().V1().Nodes()
 		}
 		c, err := csrapproving.New(cc.client, cc.authorizer, cc.informers.Certificates().V1().CertificateSigningRequests(), cfg)
-		return func(ctx context.Context) { c.Run(ctx, 1) }, err
+		return func(ctx context.Context) {
+			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.client.CoreV1().Events("")})
+			defer events.Shutdown()
+			c.Run(ctx, 1)
+		}, err
 	}},
 	{"bootstrap-token-cleaner", func(cc controllerContext) (func(context.Context), error) {
-		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), clock.RealClock{})
+		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"csr-cleaner", func(cc controllerContext) (func(context.Context), error) {

@@ -1,7 +1,8 @@
 // Package csrapproving approves kubelet client certificate requests whose requester may have
 // them: a new node's credentials need "create" on certificatesigningrequests/nodeclient, a node
 // renewing its own (the CSR's common name is the requester) needs
-// certificatesigningrequests/selfnodeclient. When enabled, it also approves a node's own kubelet
+// certificatesigningrequests/selfnodeclient, and a CSR made with a bootstrap token bound to a
+// node must ask for that node (bootstraptoken.go). When enabled, it also approves a node's own kubelet
 // serving certificate for names its Node object shows (certificates.ApproveKubeletServing).
 // Everything else waits for a human or another approver: this controller never denies, since a
 // denial is final while a serving request may become approvable once its Node reports the names.
@@ -27,6 +28,7 @@ import (
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -40,6 +42,9 @@ type Controller struct {
 	authz  authorizer.Authorizer
 	lister certlisters.CertificateSigningRequestLister
 	csrs   cache.Indexer
+	// secrets are kube-system's, where bootstrap tokens live.
+	secrets  corelisters.SecretNamespaceLister
+	recorder record.EventRecorder
 	// nodes is nil unless kubelet serving CSRs are approved.
 	nodes  corelisters.NodeLister
 	synced []cache.InformerSynced
@@ -53,6 +58,10 @@ type Config struct {
 	ApproveKubeletServing bool
 	// Nodes is the Node informer; required with ApproveKubeletServing.
 	Nodes coreinformers.NodeInformer
+	// Secrets is the Secret informer, for the bootstrap tokens' bindings; required.
+	Secrets coreinformers.SecretInformer
+	// Recorder reports on a CSR why it was left for a human; required.
+	Recorder record.EventRecorder
 }
 
 // servingRequesterIndex finds the kubelet serving CSRs a requester asked for, to look at them
@@ -61,12 +70,17 @@ const servingRequesterIndex = "csrapproving.kubelet-serving-requester"
 
 // New returns the controller; authz is the server's own authorizer, asked as each CSR's requester.
 func New(client kubernetes.Interface, authz authorizer.Authorizer, csrs certinformers.CertificateSigningRequestInformer, cfg Config) (*Controller, error) {
+	if cfg.Secrets == nil || cfg.Recorder == nil {
+		return nil, fmt.Errorf("approving CSRs needs the Secret informer and an event recorder")
+	}
 	c := &Controller{
-		client: client,
-		authz:  authz,
-		lister: csrs.Lister(),
-		csrs:   csrs.Informer().GetIndexer(),
-		synced: []cache.InformerSynced{csrs.Informer().HasSynced},
+		client:   client,
+		authz:    authz,
+		lister:   csrs.Lister(),
+		csrs:     csrs.Informer().GetIndexer(),
+		secrets:  cfg.Secrets.Lister().Secrets(metav1.NamespaceSystem),
+		recorder: cfg.Recorder,
+		synced:   []cache.InformerSynced{csrs.Informer().HasSynced, cfg.Secrets.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "csrapproving"}),
@@ -211,6 +225,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	allowed, err := c.requesterMay(ctx, csr, subresource)
 	if err != nil || !allowed {
+		return err
+	}
+	if allowed, err = c.tokenAllows(ctx, csr, parsed.Subject.CommonName); err != nil || !allowed {
 		return err
 	}
 	return c.approve(ctx, csr, message)

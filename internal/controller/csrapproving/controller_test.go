@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 )
 
 func servingCSR(t *testing.T, name, node string, dnsNames ...string) *certificatesv1.CertificateSigningRequest {
@@ -94,7 +95,7 @@ func TestSyncServing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset(append([]runtime.Object{tc.csr}, tc.nodes...)...)
 			factory := informers.NewSharedInformerFactory(client, 0)
-			cfg := Config{ApproveKubeletServing: tc.enabled}
+			cfg := Config{ApproveKubeletServing: tc.enabled, Secrets: factory.Core().V1().Secrets(), Recorder: record.NewFakeRecorder(10)}
 			if tc.enabled {
 				cfg.Nodes = factory.Core().V1().Nodes()
 			}
@@ -127,7 +128,9 @@ func TestServingCSRFollowsItsNode(t *testing.T) {
 	csr := servingCSR(t, "c", "n1", "n1")
 	client := fake.NewClientset(csr)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), Config{ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes()})
+	c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), Config{
+		ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes(), Secrets: factory.Core().V1().Secrets(), Recorder: record.NewFakeRecorder(10),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,8 +84,9 @@ func judgeToken(id string, secret *corev1.Secret, csr *certificatesv1.Certificat
 }
 
 // approvedSibling names another kubelet client CSR of csr's requester, made since secret, that
-// is approved, or returns "". The cache may lag behind this approver's own latest approval by
-// moments; a second CSR racing the first that closely still asks only for the bound node.
+// is approved and has not failed (a failed one got no certificate), or returns "". The cache may
+// lag behind this approver's own latest approval by moments; a second CSR racing the first that
+// closely still asks only for the bound node.
 func (c *Controller) approvedSibling(csr *certificatesv1.CertificateSigningRequest, secret *corev1.Secret) (string, error) {
 	all, err := c.lister.List(labels.Everything())
 	if err != nil {
@@ -96,10 +97,15 @@ func (c *Controller) approvedSibling(csr *certificatesv1.CertificateSigningReque
 			o.CreationTimestamp.Before(&secret.CreationTimestamp) {
 			continue
 		}
+		approved, failed := false, false
 		for _, cond := range o.Status.Conditions {
-			if cond.Type == certificatesv1.CertificateApproved && cond.Status == corev1.ConditionTrue {
-				return o.Name, nil
+			if cond.Status == corev1.ConditionTrue {
+				approved = approved || cond.Type == certificatesv1.CertificateApproved
+				failed = failed || cond.Type == certificatesv1.CertificateFailed
 			}
+		}
+		if approved && !failed {
+			return o.Name, nil
 		}
 	}
 	return "", nil

@@ -159,6 +159,16 @@ func TestBootstrapTokenBinding(t *testing.T) {
 		{"single-use token, first", clientCSR(t, "c", "system:bootstrap:ssssss", "n3"), []runtime.Object{single}, []runtime.Object{single}, true, ""},
 		{"single-use token, second", clientCSR(t, "c", "system:bootstrap:ssssss", "n3"), []runtime.Object{single, approved(clientCSR(t, "first", "system:bootstrap:ssssss", "n3"))},
 			[]runtime.Object{single}, false, `BootstrapTokenUsed Left pending for a human to decide: bootstrap token ssssss is single-use (idplane.io.single-use) and CSR "first" made with it is approved already`},
+		{"single-use token, the first failed", clientCSR(t, "c", "system:bootstrap:ssssss", "n3"), []runtime.Object{single, func() *certificatesv1.CertificateSigningRequest {
+			first := approved(clientCSR(t, "first", "system:bootstrap:ssssss", "n3"))
+			first.Status.Conditions = append(first.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateFailed, Status: corev1.ConditionTrue})
+			return first
+		}()}, []runtime.Object{single}, true, ""},
+		{"single-use token, an earlier token's CSR", clientCSR(t, "c", "system:bootstrap:ssssss", "n3"), []runtime.Object{single, func() *certificatesv1.CertificateSigningRequest {
+			first := approved(clientCSR(t, "first", "system:bootstrap:ssssss", "n3"))
+			first.CreationTimestamp = metav1.NewTime(created.Add(-time.Hour))
+			return first
+		}()}, []runtime.Object{single}, true, ""},
 		{"a node renewing is no token's business", func() *certificatesv1.CertificateSigningRequest {
 			csr := clientCSR(t, "c", "system:node:n1", "n1")
 			csr.Spec.Groups = []string{"system:nodes", "system:authenticated"}

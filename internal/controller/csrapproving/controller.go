@@ -2,8 +2,8 @@
 // them: a new node's credentials need "create" on certificatesigningrequests/nodeclient, a node
 // renewing its own (the CSR's common name is the requester) needs
 // certificatesigningrequests/selfnodeclient, and a CSR made with a bootstrap token bound to a
-// node must ask for that node (bootstraptoken.go). When enabled, it also approves a node's own kubelet
-// serving certificate for names its Node object shows (certificates.ApproveKubeletServing).
+// node must ask for that node (bootstraptoken.go). When enabled, it also approves a node's own
+// kubelet serving certificate for names its Node object shows (certificates.ApproveKubeletServing).
 // Everything else waits for a human or another approver: this controller never denies, since a
 // denial is final while a serving request may become approvable once its Node reports the names.
 package csrapproving

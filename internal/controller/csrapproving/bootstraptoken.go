@@ -3,6 +3,7 @@ package csrapproving
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -13,6 +14,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
+	authnbootstrap "github.com/idplane/idplane/internal/authn/bootstraptoken"
 	"github.com/idplane/idplane/internal/bootstraptoken"
 )
 
@@ -34,24 +36,27 @@ type tokenVerdict struct {
 	reason, message string
 }
 
-// bootstrapTokenID is the id of the bootstrap token that made the CSR, or "" if a token did not.
-// Any requester named system:bootstrap:<id> counts, whichever authenticator named it: the
-// binding of token <id>, if any, then applies to it too, which can only hold it back.
-func bootstrapTokenID(csr *certificatesv1.CertificateSigningRequest) string {
-	id, _ := strings.CutPrefix(csr.Spec.Username, bootstrapapi.BootstrapUserPrefix)
-	if id == csr.Spec.Username {
-		return ""
+// bootstrapToken is the id of the bootstrap token secret that made the CSR, and that secret's
+// UID, or "" if no token secret did. The bootstrap token authenticator puts the UID in the user's
+// extra, which the CSR keeps; a user of the same name from another authenticator (a static token
+// file, say) has none and no secret binds it, as upstream.
+func bootstrapToken(csr *certificatesv1.CertificateSigningRequest) (id, secretUID string) {
+	id, ok := strings.CutPrefix(csr.Spec.Username, bootstrapapi.BootstrapUserPrefix)
+	uids := csr.Spec.Extra[authnbootstrap.SecretUIDExtra]
+	if !ok || len(uids) == 0 {
+		return "", ""
 	}
-	return id
+	return id, uids[0]
 }
 
 // judgeToken is the rule. secret is the token's secret as the server has it now, nil if it is
-// gone; commonName is the CSR's requested subject; usedBy names another kubelet client CSR this
-// token made that is approved already ("" if none), which uses up a single-use token. A token that is gone, or a secret that is not
-// the one that authenticated the CSR, is not judged unbound: it may have been bound (a used-up
+// gone; secretUID is the UID of the secret that authenticated the CSR's requester; commonName
+// is the CSR's requested subject; usedBy names another kubelet client CSR this token made that is
+// approved already ("" if none), which uses up a single-use token. A token that is gone, or a
+// secret that is not the one that authenticated the CSR, is not judged unbound: it may have been bound (a used-up
 // single-use token, a revoked one), and its requester can no longer authenticate to collect a
 // certificate anyway, so leaving the CSR to a human loses nothing.
-func judgeToken(id string, secret *corev1.Secret, csr *certificatesv1.CertificateSigningRequest, commonName, usedBy string) tokenVerdict {
+func judgeToken(id, secretUID string, secret *corev1.Secret, commonName, usedBy string) tokenVerdict {
 	unknown := func(why string) tokenVerdict {
 		return tokenVerdict{reason: reasonTokenUnknown, message: fmt.Sprintf(
 			"Left pending for a human to decide: the secret of bootstrap token %s %s, so which node the token may join cannot be told", id, why)}
@@ -63,8 +68,8 @@ func judgeToken(id string, secret *corev1.Secret, csr *certificatesv1.Certificat
 		return unknown("is being deleted")
 	case secret.Type != bootstrapapi.SecretTypeBootstrapToken || string(secret.Data[bootstrapapi.BootstrapTokenIDKey]) != id:
 		return unknown("is not that token's")
-	case secret.CreationTimestamp.After(csr.CreationTimestamp.Time):
-		return unknown("was created after the CSR (the token that made it was replaced)")
+	case string(secret.UID) != secretUID:
+		return unknown("is not the one that vouched for the CSR's requester (the token was replaced)")
 	}
 	binding, err := bootstraptoken.BindingOf(secret)
 	if err != nil {
@@ -83,7 +88,7 @@ func judgeToken(id string, secret *corev1.Secret, csr *certificatesv1.Certificat
 	return tokenVerdict{allowed: true}
 }
 
-// approvedSibling names another kubelet client CSR of csr's requester, made since secret, that
+// approvedSibling names another kubelet client CSR made with the same token secret that
 // is approved and has not failed (a failed one got no certificate), or returns "". The cache may
 // lag behind this approver's own latest approval by moments; a second CSR racing the first that
 // closely still asks only for the bound node.
@@ -94,7 +99,7 @@ func (c *Controller) approvedSibling(csr *certificatesv1.CertificateSigningReque
 	}
 	for _, o := range all {
 		if o.Name == csr.Name || o.Spec.Username != csr.Spec.Username || o.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName ||
-			o.CreationTimestamp.Before(&secret.CreationTimestamp) {
+			!slices.Contains(o.Spec.Extra[authnbootstrap.SecretUIDExtra], string(secret.UID)) {
 			continue
 		}
 		approved, failed := false, false
@@ -132,7 +137,7 @@ func (c *Controller) tokenSecret(ctx context.Context, id string) (*corev1.Secret
 // tokenAllows says whether the bootstrap token that made csr, if one did, allows its approval,
 // and when it does not, says so in an event on the CSR.
 func (c *Controller) tokenAllows(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, commonName string) (bool, error) {
-	id := bootstrapTokenID(csr)
+	id, secretUID := bootstrapToken(csr)
 	if id == "" {
 		return true, nil
 	}
@@ -146,7 +151,7 @@ func (c *Controller) tokenAllows(ctx context.Context, csr *certificatesv1.Certif
 			return false, err
 		}
 	}
-	v := judgeToken(id, secret, csr, commonName, usedBy)
+	v := judgeToken(id, secretUID, secret, commonName, usedBy)
 	if !v.allowed {
 		c.recorder.Event(csr, corev1.EventTypeWarning, v.reason, v.message)
 	}

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -29,7 +30,7 @@ var created = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 // tokenSecret is bootstrap token id's secret, created at created, with extra data.
 func tokenSecret(id string, extra map[string]string) *corev1.Secret {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system", CreationTimestamp: metav1.NewTime(created)},
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system", UID: types.UID("uid-" + id), CreationTimestamp: metav1.NewTime(created)},
 		Type:       "bootstrap.kubernetes.io/token",
 		Data: map[string][]byte{
 			"token-id": []byte(id), "token-secret": []byte("0123456789abcdef"), "usage-bootstrap-authentication": []byte("true"),
@@ -41,7 +42,9 @@ func tokenSecret(id string, extra map[string]string) *corev1.Secret {
 	return s
 }
 
-// clientCSR is a kubelet client CSR for node, made by username a minute after created.
+// clientCSR is a kubelet client CSR for node, made by username a minute after created; a
+// system:bootstrap:<id> username comes with the extra the token authenticator adds for the
+// secret tokenSecret(id) returns.
 func clientCSR(t *testing.T, name, username, node string) *certificatesv1.CertificateSigningRequest {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -54,7 +57,7 @@ func clientCSR(t *testing.T, name, username, node string) *certificatesv1.Certif
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &certificatesv1.CertificateSigningRequest{
+	csr := &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created.Add(time.Minute))},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
@@ -63,6 +66,10 @@ func clientCSR(t *testing.T, name, username, node string) *certificatesv1.Certif
 			Username:   username, Groups: []string{"system:bootstrappers", "system:authenticated"},
 		},
 	}
+	if id, ok := strings.CutPrefix(username, "system:bootstrap:"); ok {
+		csr.Spec.Extra = map[string]certificatesv1.ExtraValue{"idplane.io/bootstrap-token-secret-uid": {"uid-" + id}}
+	}
+	return csr
 }
 
 func approved(csr *certificatesv1.CertificateSigningRequest) *certificatesv1.CertificateSigningRequest {
@@ -104,7 +111,7 @@ func TestJudgeToken(t *testing.T) {
 		{"secret of another token id", tokenSecret("zzzzzz", nil), "n1", "", reasonTokenUnknown},
 		{"token replaced since the CSR", func() *corev1.Secret {
 			s := tokenSecret("abcdef", nil)
-			s.CreationTimestamp = metav1.NewTime(created.Add(time.Hour))
+			s.UID = "uid-of-a-new-secret"
 			return s
 		}(), "n1", "", reasonTokenUnknown},
 		{"malformed node name", tokenSecret("abcdef", map[string]string{"idplane.io.node-name": "N1"}), "N1", "", reasonTokenUnknown},
@@ -112,8 +119,7 @@ func TestJudgeToken(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			csr := clientCSR(t, "c", "system:bootstrap:abcdef", tc.node)
-			v := judgeToken("abcdef", tc.secret, csr, "system:node:"+tc.node, tc.usedBy)
+			v := judgeToken("abcdef", "uid-abcdef", tc.secret, "system:node:"+tc.node, tc.usedBy)
 			if v.allowed != (tc.reason == "") || v.reason != tc.reason {
 				t.Fatalf("verdict %+v, want reason %q", v, tc.reason)
 			}
@@ -166,9 +172,14 @@ func TestBootstrapTokenBinding(t *testing.T) {
 		}()}, []runtime.Object{single}, true, ""},
 		{"single-use token, an earlier token's CSR", clientCSR(t, "c", "system:bootstrap:ssssss", "n3"), []runtime.Object{single, func() *certificatesv1.CertificateSigningRequest {
 			first := approved(clientCSR(t, "first", "system:bootstrap:ssssss", "n3"))
-			first.CreationTimestamp = metav1.NewTime(created.Add(-time.Hour))
+			first.Spec.Extra["idplane.io/bootstrap-token-secret-uid"] = certificatesv1.ExtraValue{"uid-of-an-earlier-secret"}
 			return first
 		}()}, []runtime.Object{single}, true, ""},
+		{"the name of a bootstrap user from another authenticator, as upstream", func() *certificatesv1.CertificateSigningRequest {
+			csr := clientCSR(t, "c", "system:bootstrap:gggggg", "n2")
+			csr.Spec.Extra = nil
+			return csr
+		}(), nil, nil, true, ""},
 		{"a node renewing is no token's business", func() *certificatesv1.CertificateSigningRequest {
 			csr := clientCSR(t, "c", "system:node:n1", "n1")
 			csr.Spec.Groups = []string{"system:nodes", "system:authenticated"}

@@ -1,6 +1,7 @@
 package tokencleaner
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
+	authnbootstrap "github.com/idplane/idplane/internal/authn/bootstraptoken"
 	"github.com/idplane/idplane/internal/bootstraptoken"
 )
 
@@ -87,8 +89,9 @@ func (c *Cleaner) usedUp(s *corev1.Secret, now time.Time) (time.Duration, bool, 
 	used := false
 	for _, obj := range issued {
 		csr := obj.(*certificatesv1.CertificateSigningRequest)
-		if csr.CreationTimestamp.Before(&s.CreationTimestamp) {
-			// Made by an earlier token of the same id, not this one.
+		if !slices.Contains(csr.Spec.Extra[authnbootstrap.SecretUIDExtra], string(s.UID)) {
+			// Made with another secret of the same id (an earlier one), or by a user of that
+			// name another authenticator vouched for: not with this token.
 			continue
 		}
 		if t := issuedAt(csr); !used || t.Before(first) {

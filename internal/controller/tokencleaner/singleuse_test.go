@@ -24,12 +24,15 @@ func singleUse() *corev1.Secret {
 	return s
 }
 
-// tokenCSR is a kubelet client CSR token id made half an hour before now, approved at
-// approvedAt and issued.
+// tokenCSR is a kubelet client CSR token id (its secret as secret() makes it) made half an hour
+// before now, approved at approvedAt and issued.
 func tokenCSR(name, id string, approvedAt time.Time) *certificatesv1.CertificateSigningRequest {
 	return &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-30 * time.Minute))},
-		Spec:       certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Username: "system:bootstrap:" + id},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName, Username: "system:bootstrap:" + id,
+			Extra: map[string]certificatesv1.ExtraValue{"idplane.io/bootstrap-token-secret-uid": {"uid-bootstrap-token-" + id}},
+		},
 		Status: certificatesv1.CertificateSigningRequestStatus{
 			Conditions: []certificatesv1.CertificateSigningRequestCondition{{
 				Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, LastUpdateTime: metav1.NewTime(approvedAt),
@@ -62,7 +65,10 @@ func TestSingleUse(t *testing.T) {
 			c.Spec.SignerName = certificatesv1.KubeAPIServerClientSignerName
 		})}, false},
 		{"made by an earlier token of the same id", singleUse(), []runtime.Object{edit(tokenCSR("c", "abcdef", longAgo), func(c *certificatesv1.CertificateSigningRequest) {
-			c.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Hour))
+			c.Spec.Extra["idplane.io/bootstrap-token-secret-uid"] = certificatesv1.ExtraValue{"uid-of-an-earlier-secret"}
+		})}, false},
+		{"made by a user of the name from another authenticator", singleUse(), []runtime.Object{edit(tokenCSR("c", "abcdef", longAgo), func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Extra = nil
 		})}, false},
 		{"not single-use", func() *corev1.Secret {
 			s := singleUse()

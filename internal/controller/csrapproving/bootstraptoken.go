@@ -53,9 +53,9 @@ func bootstrapToken(csr *certificatesv1.CertificateSigningRequest) (id, secretUI
 // gone; secretUID is the UID of the secret that authenticated the CSR's requester; commonName
 // is the CSR's requested subject; usedBy names another kubelet client CSR this token made that is
 // approved already ("" if none), which uses up a single-use token. A token that is gone, or a
-// secret that is not the one that authenticated the CSR, is not judged unbound: it may have been bound (a used-up
-// single-use token, a revoked one), and its requester can no longer authenticate to collect a
-// certificate anyway, so leaving the CSR to a human loses nothing.
+// secret that is not the one that authenticated the CSR, is not judged unbound: it may have been
+// bound (a used-up single-use token, a revoked one), and its requester can no longer
+// authenticate to collect a certificate anyway, so leaving the CSR to a human loses nothing.
 func judgeToken(id, secretUID string, secret *corev1.Secret, commonName, usedBy string) tokenVerdict {
 	unknown := func(why string) tokenVerdict {
 		return tokenVerdict{reason: reasonTokenUnknown, message: fmt.Sprintf(

@@ -27,8 +27,9 @@ func tokenCreateCommand() *cobra.Command {
 		Long: "Create a random bootstrap token (a secret bootstrap-token-<id> in kube-system) and print, on standard output, " +
 			"a kubeconfig with the admin kubeconfig's server and certificate authority and the token as user: " +
 			"what `idplane agent` needs to ask for its node's client certificate.",
-		Example: "  idplane token create --ttl 1h > bootstrap.kubeconfig",
-		Args:    cobra.NoArgs,
+		Example: "  idplane token create --ttl 1h > bootstrap.kubeconfig\n" +
+			"  idplane token create --node-name node-a --single-use > node-a.kubeconfig",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out, err := bootstraptoken.Issue(cmd.Context(), r)
 			if err != nil {
@@ -41,5 +42,8 @@ func tokenCreateCommand() *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&r.AdminKubeconfig, "kubeconfig", r.AdminKubeconfig, "kubeconfig allowed to create secrets in kube-system; its server and certificate authority go into the output")
 	fs.DurationVar(&r.TTL, "ttl", r.TTL, "how long the token authenticates; 0 means it never expires")
+	fs.StringVar(&r.Binding.NodeName, "node-name", "", "the one node the token may join: its client CSRs are auto-approved only for system:node:<this name>; "+
+		"without it, the token can obtain any node's client certificate")
+	fs.BoolVar(&r.Binding.SingleUse, "single-use", false, "delete the token once a client certificate was issued with it (needs --node-name)")
 	return cmd
 }

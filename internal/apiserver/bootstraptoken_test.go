@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,7 +110,7 @@ func TestBootstrapTokens(t *testing.T) {
 		},
 	}
 	mustCreate(t, secrets.Create, withGroups)
-	tok, err := bootstraptoken.Create(ctx, s.client, clock.RealClock{}, time.Hour)
+	tok, err := bootstraptoken.Create(ctx, s.client, clock.RealClock{}, time.Hour, bootstraptoken.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,4 +285,64 @@ func TestKubeletServingNotApprovedByDefault(t *testing.T) {
 	createAs(t, n1, newCSR("n1-client", certificatesv1.KubeAPIServerClientKubeletSignerName, request))
 	issued(t, s.testServer, "n1-client")
 	pending(t, s.testServer, "n1-serving")
+}
+
+// waitEvent waits for an event on CSR name with the reason, and returns its message.
+func waitEvent(t *testing.T, s *testServer, csr, reason string) string {
+	t.Helper()
+	var message string
+	eventually(t, "event "+reason+" on "+csr, func() error {
+		list, err := s.client.CoreV1().Events(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "CertificateSigningRequest" && e.InvolvedObject.Name == csr && e.Reason == reason {
+				message = e.Message
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(list.Items))
+	})
+	return message
+}
+
+// TestNodeBoundBootstrapToken: a token made with --node-name n1 --single-use gets n1 its client
+// certificate, while its CSR for another node, and a second one for n1, stay pending with an
+// event saying why (beyond upstream, which approves any node for any bootstrap token).
+func TestNodeBoundBootstrapToken(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	tok, err := bootstraptoken.Create(ctx, s.client, clock.RealClock{}, time.Hour, bootstraptoken.Binding{NodeName: "n1", SingleUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootstrap := tokenClient(t, s.testServer, tok.String())
+	_, request := nodeKeyAndCSR(t, "n2")
+	eventually(t, "the bootstrap identity asks for node n2's certificate", func() error {
+		_, err := bootstrap.CertificatesV1().CertificateSigningRequests().Create(ctx, newCSR("n2-join", certificatesv1.KubeAPIServerClientKubeletSignerName, request), metav1.CreateOptions{})
+		return err
+	})
+	msg := waitEvent(t, s.testServer, "n2-join", "BootstrapTokenNodeMismatch")
+	if want := fmt.Sprintf(`bootstrap token %s may join only node "n1"`, tok.ID); !strings.Contains(msg, want) || !strings.Contains(msg, `"system:node:n2"`) {
+		t.Errorf("event message %q, want it to say %q and name system:node:n2", msg, want)
+	}
+	pending(t, s.testServer, "n2-join")
+
+	_, request = nodeKeyAndCSR(t, "n1")
+	if _, err := bootstrap.CertificatesV1().CertificateSigningRequests().Create(ctx, newCSR("n1-join", certificatesv1.KubeAPIServerClientKubeletSignerName, request), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	issued(t, s.testServer, "n1-join")
+	// The agent collects its certificate with the token: the grace keeps the token until it has.
+	if _, err := bootstrap.CertificatesV1().CertificateSigningRequests().Get(ctx, "n1-join", metav1.GetOptions{}); err != nil {
+		t.Errorf("the bootstrap identity collecting its certificate: %v", err)
+	}
+
+	_, request = nodeKeyAndCSR(t, "n1")
+	if _, err := bootstrap.CertificatesV1().CertificateSigningRequests().Create(ctx, newCSR("n1-again", certificatesv1.KubeAPIServerClientKubeletSignerName, request), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, s.testServer, "n1-again", "BootstrapTokenUsed")
+	pending(t, s.testServer, "n1-again")
 }

@@ -102,24 +102,24 @@ var leaderControllers = []controller{
 	}},
 	{"csr-approving-controller", func(cc controllerContext) (func(context.Context), error) {
 		// The approver asks the server's own authorizer whether the requester may self-request.
-		cfg := csrapproving.Config{ApproveKubeletServing: cc.approveKubeletServing}
-		var events record.EventBroadcaster
+		events := record.NewBroadcaster()
+		cfg := csrapproving.Config{
+			ApproveKubeletServing: cc.approveKubeletServing,
+			Secrets:               cc.informers.Core().V1().Secrets(),
+			Recorder:              events.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: "csrapproving"}),
+		}
 		if cc.approveKubeletServing {
-			events = record.NewBroadcaster()
 			cfg.Nodes, cfg.APIServer = cc.informers.Core().V1().Nodes(), cc.apiServerNames
-			cfg.Recorder = events.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: "csrapproving"})
 		}
 		c, err := csrapproving.New(cc.client, cc.authorizer, cc.informers.Certificates().V1().CertificateSigningRequests(), cfg)
 		return func(ctx context.Context) {
-			if events != nil {
-				events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.client.CoreV1().Events("")})
-				defer events.Shutdown()
-			}
+			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.client.CoreV1().Events("")})
+			defer events.Shutdown()
 			c.Run(ctx, 1)
 		}, err
 	}},
 	{"bootstrap-token-cleaner", func(cc controllerContext) (func(context.Context), error) {
-		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), clock.RealClock{})
+		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"csr-cleaner", func(cc controllerContext) (func(context.Context), error) {

@@ -1,6 +1,7 @@
 // Package bootstraptoken issues bootstrap tokens: it stores a new random token as a
 // bootstrap.kubernetes.io/token secret in kube-system, through an admin's client, and writes the
-// bootstrap kubeconfig a node agent joins the cluster with.
+// bootstrap kubeconfig a node agent joins the cluster with. It also reads what idplane adds to
+// such a secret beyond the bootstrap-token format: the one node a token may join (Binding).
 package bootstraptoken
 
 import (
@@ -8,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -42,11 +45,70 @@ type Token struct {
 // String is the bearer token, <id>.<secret>.
 func (t Token) String() string { return bootstraputil.TokenFromIDAndSecret(t.ID, t.Secret) }
 
+// Data keys idplane adds to a bootstrap token secret; the bootstrap-token format ignores keys it
+// does not know, so the token authenticates as any other. A data key may not contain '/', hence
+// "idplane.io." rather than a label-style "idplane.io/" prefix.
+const (
+	// NodeNameKey names the one node whose client certificate the token may obtain.
+	NodeNameKey = "idplane.io.node-name"
+	// SingleUseKey "true" has the token deleted once a client certificate was issued with it.
+	SingleUseKey = "idplane.io.single-use"
+)
+
+// Binding is what a token's secret says about the nodes it may join.
+type Binding struct {
+	// NodeName is the one node the token may get a client certificate for; "" means any node,
+	// as upstream.
+	NodeName string
+	// SingleUse has the token deleted once a client certificate was issued with it.
+	SingleUse bool
+}
+
+// Validate refuses a binding no token should carry: a node name that is not one, and single use
+// without a node (the token could become any node first; see README).
+func (b Binding) Validate() error {
+	if b.NodeName != "" {
+		if msgs := validation.IsDNS1123Subdomain(b.NodeName); len(msgs) > 0 {
+			return fmt.Errorf("node name %q is not a valid node name: %s", b.NodeName, strings.Join(msgs, "; "))
+		}
+	}
+	if b.SingleUse && b.NodeName == "" {
+		return errors.New("a single-use token must be bound to a node: give its node name too")
+	}
+	return nil
+}
+
+// BindingOf reads the binding of a token secret. A secret whose idplane keys are malformed
+// (a bad node name, single-use other than "true", single use without a node) is an error: its
+// tokens are bound to something nobody can tell, and callers must not treat them as unbound.
+func BindingOf(s *corev1.Secret) (Binding, error) {
+	var b Binding
+	if v, ok := s.Data[NodeNameKey]; ok {
+		if len(v) == 0 {
+			return Binding{}, fmt.Errorf("token secret %s/%s: %s is empty", s.Namespace, s.Name, NodeNameKey)
+		}
+		b.NodeName = string(v)
+	}
+	if v, ok := s.Data[SingleUseKey]; ok {
+		if string(v) != "true" {
+			return Binding{}, fmt.Errorf("token secret %s/%s: %s is %q, not \"true\"", s.Namespace, s.Name, SingleUseKey, v)
+		}
+		b.SingleUse = true
+	}
+	if err := b.Validate(); err != nil {
+		return Binding{}, fmt.Errorf("token secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return b, nil
+}
+
 // Create stores a new random token that authenticates for ttl (0: for ever) and may sign
-// cluster-info, as kubeadm's default tokens.
-func Create(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock, ttl time.Duration) (Token, error) {
+// cluster-info, as kubeadm's default tokens, with binding's keys.
+func Create(ctx context.Context, client kubernetes.Interface, clk clock.PassiveClock, ttl time.Duration, binding Binding) (Token, error) {
 	if ttl < 0 {
 		return Token{}, fmt.Errorf("ttl %v is negative", ttl)
+	}
+	if err := binding.Validate(); err != nil {
+		return Token{}, err
 	}
 	for range attempts {
 		raw, err := bootstraputil.GenerateBootstrapToken()
@@ -62,7 +124,7 @@ func Create(ctx context.Context, client kubernetes.Interface, clk clock.PassiveC
 			// Whole seconds: the stored RFC 3339 time has no fraction.
 			t.Expiration = clk.Now().Add(ttl).UTC().Truncate(time.Second)
 		}
-		_, err = client.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, secretOf(t), metav1.CreateOptions{})
+		_, err = client.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, secretOf(t, binding), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			continue
 		}
@@ -74,7 +136,7 @@ func Create(ctx context.Context, client kubernetes.Interface, clk clock.PassiveC
 	return Token{}, fmt.Errorf("creating a bootstrap token secret: %d random token ids were all taken", attempts)
 }
 
-func secretOf(t Token) *corev1.Secret {
+func secretOf(t Token, b Binding) *corev1.Secret {
 	data := map[string][]byte{
 		bootstrapapi.BootstrapTokenIDKey:               []byte(t.ID),
 		bootstrapapi.BootstrapTokenSecretKey:           []byte(t.Secret),
@@ -84,6 +146,12 @@ func secretOf(t Token) *corev1.Secret {
 	}
 	if !t.Expiration.IsZero() {
 		data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(t.Expiration.Format(time.RFC3339))
+	}
+	if b.NodeName != "" {
+		data[NodeNameKey] = []byte(b.NodeName)
+	}
+	if b.SingleUse {
+		data[SingleUseKey] = []byte("true")
 	}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: bootstraputil.BootstrapTokenSecretName(t.ID), Namespace: metav1.NamespaceSystem},
@@ -119,8 +187,10 @@ type Request struct {
 	// AdminKubeconfig reaches the server with the right to create secrets in kube-system.
 	AdminKubeconfig string
 	// TTL is how long the token authenticates; 0 means for ever.
-	TTL   time.Duration
-	Clock clock.PassiveClock
+	TTL time.Duration
+	// Binding restricts the nodes the token may join.
+	Binding Binding
+	Clock   clock.PassiveClock
 }
 
 // Issue creates a token through the admin kubeconfig and returns the bootstrap kubeconfig for it:
@@ -128,6 +198,9 @@ type Request struct {
 func Issue(ctx context.Context, r Request) ([]byte, error) {
 	if r.TTL < 0 {
 		return nil, fmt.Errorf("ttl %v is negative", r.TTL)
+	}
+	if err := r.Binding.Validate(); err != nil {
+		return nil, err
 	}
 	restConfig, cluster, err := loadAdmin(r.AdminKubeconfig)
 	if err != nil {
@@ -137,7 +210,7 @@ func Issue(ctx context.Context, r Request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building a client from %s: %w", r.AdminKubeconfig, err)
 	}
-	t, err := Create(ctx, client, r.Clock, r.TTL)
+	t, err := Create(ctx, client, r.Clock, r.TTL, r.Binding)
 	if err != nil {
 		return nil, err
 	}

@@ -39,16 +39,22 @@ func TestCreate(t *testing.T) {
 	cases := []struct {
 		name       string
 		ttl        time.Duration
+		binding    Binding
 		expiration string // "": none
+		extra      map[string]string
 	}{
-		{"a day", 24 * time.Hour, "2026-11-25T12:00:00Z"},
-		{"ten minutes", 10 * time.Minute, "2026-11-24T12:10:00Z"},
-		{"never expires", 0, ""},
+		{"a day", 24 * time.Hour, Binding{}, "2026-11-25T12:00:00Z", nil},
+		{"ten minutes", 10 * time.Minute, Binding{}, "2026-11-24T12:10:00Z", nil},
+		{"never expires", 0, Binding{}, "", nil},
+		{"bound to a node", time.Hour, Binding{NodeName: "node-a.example"}, "2026-11-24T13:00:00Z",
+			map[string]string{"idplane.io.node-name": "node-a.example"}},
+		{"bound, single use", time.Hour, Binding{NodeName: "node-a", SingleUse: true}, "2026-11-24T13:00:00Z",
+			map[string]string{"idplane.io.node-name": "node-a", "idplane.io.single-use": "true"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset()
-			tok, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), tc.ttl)
+			tok, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), tc.ttl, tc.binding)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,6 +76,9 @@ func TestCreate(t *testing.T) {
 			if tc.expiration != "" {
 				want["expiration"] = tc.expiration
 			}
+			for k, v := range tc.extra {
+				want[k] = v
+			}
 			if len(s.Data) != len(want) {
 				t.Errorf("data keys %d, want %d: %q", len(s.Data), len(want), s.Data)
 			}
@@ -89,7 +98,7 @@ func TestCreateTokensDiffer(t *testing.T) {
 	client := fake.NewClientset()
 	seen := map[string]bool{}
 	for range 20 {
-		tok, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour)
+		tok, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour, Binding{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +119,7 @@ func TestCreateRetriesTakenIDs(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	tok, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour)
+	tok, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour, Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +134,7 @@ func TestCreateErrors(t *testing.T) {
 		client.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewAlreadyExists(corev1.Resource("secrets"), "x")
 		})
-		if _, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour); err == nil {
+		if _, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour, Binding{}); err == nil {
 			t.Fatal("no error")
 		}
 	})
@@ -134,14 +143,29 @@ func TestCreateErrors(t *testing.T) {
 		client.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "x", nil)
 		})
-		_, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour)
+		_, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour, Binding{})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "kube-system/bootstrap-token-") {
 			t.Fatalf("error %v, want a forbidden naming the secret", err)
 		}
 	})
+	for name, b := range map[string]Binding{
+		"single use without a node": {SingleUse: true},
+		"node name with a capital":  {NodeName: "Node-A"},
+		"node name with a slash":    {NodeName: "a/b"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			client := fake.NewClientset()
+			if _, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), time.Hour, b); err == nil {
+				t.Fatal("no error")
+			}
+			if len(client.Actions()) != 0 {
+				t.Errorf("wrote %v", client.Actions())
+			}
+		})
+	}
 	t.Run("negative ttl", func(t *testing.T) {
 		client := fake.NewClientset()
-		if _, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), -time.Second); err == nil {
+		if _, err := Create(context.Background(), client, testclock.NewFakePassiveClock(now), -time.Second, Binding{}); err == nil {
 			t.Fatal("no error")
 		}
 		if len(client.Actions()) != 0 {
@@ -262,6 +286,42 @@ func TestIssueErrors(t *testing.T) {
 			}
 			if out != nil {
 				t.Errorf("output %q with the error", out)
+			}
+		})
+	}
+}
+
+// BindingOf reads what Create writes, and a malformed binding is an error, never "unbound".
+func TestBindingOf(t *testing.T) {
+	cases := []struct {
+		name string
+		data map[string]string
+		want Binding
+		err  string // "": none
+	}{
+		{"unbound", nil, Binding{}, ""},
+		{"bound", map[string]string{NodeNameKey: "n1"}, Binding{NodeName: "n1"}, ""},
+		{"bound, single use", map[string]string{NodeNameKey: "n1", SingleUseKey: "true"}, Binding{NodeName: "n1", SingleUse: true}, ""},
+		{"empty node name", map[string]string{NodeNameKey: ""}, Binding{}, "is empty"},
+		{"invalid node name", map[string]string{NodeNameKey: "n1 n2"}, Binding{}, "not a valid node name"},
+		{"single use not true", map[string]string{NodeNameKey: "n1", SingleUseKey: "yes"}, Binding{}, `not "true"`},
+		{"single use without a node", map[string]string{SingleUseKey: "true"}, Binding{}, "must be bound to a node"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := secretOf(Token{ID: "abcdef", Secret: "0123456789abcdef"}, Binding{})
+			for k, v := range tc.data {
+				s.Data[k] = []byte(v)
+			}
+			got, err := BindingOf(s)
+			if tc.err == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("BindingOf = %+v, %v; want %+v", got, err, tc.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "kube-system/bootstrap-token-abcdef") {
+				t.Fatalf("error %v, want one naming the secret and containing %q", err, tc.err)
 			}
 		})
 	}

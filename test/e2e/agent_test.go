@@ -22,10 +22,11 @@ type agent struct {
 	exited                      chan struct{}
 }
 
-// startAgent joins a node to s with a fresh bootstrap token, the way an operator would.
+// startAgent joins a node to s with a fresh bootstrap token for that node alone, used once, the
+// way a careful operator would.
 func startAgent(t *testing.T, s *server, node string) *agent {
 	t.Helper()
-	out, err := exec.Command(idplaneBin, "token", "create", "--kubeconfig", s.Kubeconfig, "--ttl", "1h").Output()
+	out, err := exec.Command(idplaneBin, "token", "create", "--kubeconfig", s.Kubeconfig, "--ttl", "1h", "--node-name", node, "--single-use").Output()
 	if err != nil {
 		t.Fatalf("idplane token create: %v", err)
 	}

@@ -62,8 +62,17 @@ func (a *Authenticator) AuthenticateToken(_ context.Context, token string) (*aut
 		klog.V(3).InfoS("Bootstrap token refused", "secret", klog.KObj(secret), "reason", err)
 		return nil, false, nil
 	}
-	return &authenticator.Response{User: &user.DefaultInfo{Name: bootstrapapi.BootstrapUserPrefix + id, Groups: groups}}, true, nil
+	// Beyond upstream, the user carries the UID of the secret that vouched for it: a CSR keeps its
+	// requester's extra, so the approver can tell a CSR made with this token secret from one made
+	// by another authenticator's user of the same name, and from one of a token since replaced.
+	return &authenticator.Response{User: &user.DefaultInfo{
+		Name: bootstrapapi.BootstrapUserPrefix + id, Groups: groups,
+		Extra: map[string][]string{SecretUIDExtra: {string(secret.UID)}},
+	}}, true, nil
 }
+
+// SecretUIDExtra is the user extra that holds the UID of the bootstrap token's secret.
+const SecretUIDExtra = "idplane.io/bootstrap-token-secret-uid"
 
 // refusal says why the secret does not vouch for the token, or "" when it does.
 func (a *Authenticator) refusal(secret *corev1.Secret, id, secretPart string) string {

@@ -3,6 +3,7 @@ package bootstraptoken
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ const (
 // tokenSecret is a valid bootstrap token secret for id/secret; edit changes it.
 func tokenSecret(edit ...func(*corev1.Secret)) *corev1.Secret {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: metav1.NamespaceSystem},
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: metav1.NamespaceSystem, UID: "uid-1"},
 		Type:       "bootstrap.kubernetes.io/token",
 		Data: map[string][]byte{
 			"token-id":                       []byte(id),
@@ -129,8 +130,8 @@ func TestAuthenticateToken(t *testing.T) {
 			if u.GetName() != "system:bootstrap:"+id || !slices.Equal(u.GetGroups(), tc.groups) {
 				t.Errorf("user %q groups %q, want system:bootstrap:%s %q", u.GetName(), u.GetGroups(), id, tc.groups)
 			}
-			if u.GetUID() != "" || len(u.GetExtra()) != 0 {
-				t.Errorf("uid %q extra %v, want none", u.GetUID(), u.GetExtra())
+			if want := map[string][]string{SecretUIDExtra: {string(tc.secret.UID)}}; u.GetUID() != "" || !reflect.DeepEqual(u.GetExtra(), want) {
+				t.Errorf("uid %q extra %v, want no uid and extra %v", u.GetUID(), u.GetExtra(), want)
 			}
 		})
 	}

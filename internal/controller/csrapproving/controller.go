@@ -1,8 +1,9 @@
 // Package csrapproving approves kubelet client certificate requests whose requester may have
 // them: a new node's credentials need "create" on certificatesigningrequests/nodeclient, a node
 // renewing its own (the CSR's common name is the requester) needs
-// certificatesigningrequests/selfnodeclient. When enabled, it also approves a node's own kubelet
-// serving certificate for names its Node object shows and that are no one else's
+// certificatesigningrequests/selfnodeclient, and a CSR made with a bootstrap token bound to a
+// node must ask for that node (bootstraptoken.go). When enabled, it also approves a node's own
+// kubelet serving certificate for names its Node object shows and that are no one else's
 // (certificates.ApproveKubeletServing). Everything else waits for a human or another approver:
 // this controller never denies, since a denial is final while a serving request may become
 // approvable once its Node reports the names, and a name that belongs to someone else is for a
@@ -44,6 +45,8 @@ type Controller struct {
 	authz  authorizer.Authorizer
 	lister certlisters.CertificateSigningRequestLister
 	csrs   cache.Indexer
+	// secrets are kube-system's, where bootstrap tokens live.
+	secrets corelisters.SecretNamespaceLister
 	// nodes is nil unless kubelet serving CSRs are approved.
 	nodes corelisters.NodeLister
 	// nodeClaims finds Nodes by the names they claim (certificates.NodeClaims).
@@ -63,8 +66,9 @@ type Config struct {
 	Nodes coreinformers.NodeInformer
 	// APIServer are the names the API server's serving certificate covers, which no node gets.
 	APIServer certificates.ServerNames
-	// Recorder reports on a serving CSR why it was left for a human; required with
-	// ApproveKubeletServing.
+	// Secrets is the Secret informer, for the bootstrap tokens' bindings; required.
+	Secrets coreinformers.SecretInformer
+	// Recorder reports on a CSR why it was left for a human; required.
 	Recorder record.EventRecorder
 }
 
@@ -81,21 +85,26 @@ const nameRefusedReason = "KubeletServingNameRefused"
 
 // New returns the controller; authz is the server's own authorizer, asked as each CSR's requester.
 func New(client kubernetes.Interface, authz authorizer.Authorizer, csrs certinformers.CertificateSigningRequestInformer, cfg Config) (*Controller, error) {
+	if cfg.Secrets == nil || cfg.Recorder == nil {
+		return nil, fmt.Errorf("approving CSRs needs the Secret informer and an event recorder")
+	}
 	c := &Controller{
-		client: client,
-		authz:  authz,
-		lister: csrs.Lister(),
-		csrs:   csrs.Informer().GetIndexer(),
-		synced: []cache.InformerSynced{csrs.Informer().HasSynced},
+		client:   client,
+		authz:    authz,
+		lister:   csrs.Lister(),
+		csrs:     csrs.Informer().GetIndexer(),
+		secrets:  cfg.Secrets.Lister().Secrets(metav1.NamespaceSystem),
+		recorder: cfg.Recorder,
+		synced:   []cache.InformerSynced{csrs.Informer().HasSynced, cfg.Secrets.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "csrapproving"}),
 	}
 	if cfg.ApproveKubeletServing {
-		if cfg.Nodes == nil || cfg.Recorder == nil {
-			return nil, fmt.Errorf("approving kubelet serving CSRs needs the Node informer and an event recorder")
+		if cfg.Nodes == nil {
+			return nil, fmt.Errorf("approving kubelet serving CSRs needs the Node informer")
 		}
-		c.apiServer, c.recorder = cfg.APIServer, cfg.Recorder
+		c.apiServer = cfg.APIServer
 		if err := c.watchNodes(csrs, cfg.Nodes); err != nil {
 			return nil, err
 		}
@@ -241,6 +250,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	}
 	allowed, err := c.requesterMay(ctx, csr, subresource)
 	if err != nil || !allowed {
+		return err
+	}
+	if allowed, err = c.tokenAllows(ctx, csr, parsed.Subject.CommonName); err != nil || !allowed {
 		return err
 	}
 	return c.approve(ctx, csr, message)

@@ -108,9 +108,9 @@ func TestSyncServing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset(append([]runtime.Object{tc.csr}, tc.nodes...)...)
 			factory := informers.NewSharedInformerFactory(client, 0)
-			cfg := Config{ApproveKubeletServing: tc.enabled}
+			cfg := Config{ApproveKubeletServing: tc.enabled, Secrets: factory.Core().V1().Secrets(), Recorder: record.NewFakeRecorder(10)}
 			if tc.enabled {
-				cfg.Nodes, cfg.Recorder = factory.Core().V1().Nodes(), record.NewFakeRecorder(10)
+				cfg.Nodes = factory.Core().V1().Nodes()
 			}
 			c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), cfg)
 			if err != nil {
@@ -141,7 +141,9 @@ func TestServingCSRFollowsItsNode(t *testing.T) {
 	csr := servingCSR(t, "c", "n1", "n1")
 	client := fake.NewClientset(csr)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), Config{ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes(), Recorder: record.NewFakeRecorder(10)})
+	c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), Config{
+		ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes(), Secrets: factory.Core().V1().Secrets(), Recorder: record.NewFakeRecorder(10),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +188,7 @@ func TestServingNamesOfOthersStayPending(t *testing.T) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	recorder := record.NewFakeRecorder(10)
 	c, err := New(client, noOpinion, factory.Certificates().V1().CertificateSigningRequests(), Config{
-		ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes(), Recorder: recorder,
+		ApproveKubeletServing: true, Nodes: factory.Core().V1().Nodes(), Secrets: factory.Core().V1().Secrets(), Recorder: recorder,
 		APIServer: certificates.ServerNames{DNS: []string{"apiserver.example"}},
 	})
 	if err != nil {
@@ -319,7 +321,7 @@ func TestKubeletClientUsageSetsPerKeyType(t *testing.T) {
 				}
 				client := fake.NewClientset(csr)
 				factory := informers.NewSharedInformerFactory(client, 0)
-				c, err := New(client, allowAll, factory.Certificates().V1().CertificateSigningRequests(), Config{})
+				c, err := New(client, allowAll, factory.Certificates().V1().CertificateSigningRequests(), Config{Secrets: factory.Core().V1().Secrets(), Recorder: record.NewFakeRecorder(10)})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,14 +42,18 @@ func newCleaner(t *testing.T, clk *testclock.FakeClock, objs ...runtime.Object) 
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	secrets := factory.Core().V1().Secrets()
-	c, err := New(client, secrets, clk)
+	secrets, csrs := factory.Core().V1().Secrets(), factory.Certificates().V1().CertificateSigningRequests()
+	c, err := New(client, secrets, csrs, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.queue.ShutDown)
 	for _, o := range objs {
-		if err := secrets.Informer().GetStore().Add(o); err != nil {
+		store := secrets.Informer().GetStore()
+		if _, ok := o.(*certificatesv1.CertificateSigningRequest); ok {
+			store = csrs.Informer().GetStore()
+		}
+		if err := store.Add(o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,7 +185,7 @@ func TestRun(t *testing.T) {
 	opaque := secret("bootstrap-token-dddddd", "kube-system", corev1.SecretTypeOpaque, at(-time.Minute))
 	client := fake.NewClientset(expired, later, forever, opaque)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, factory.Core().V1().Secrets(), clk)
+	c, err := New(client, factory.Core().V1().Secrets(), factory.Certificates().V1().CertificateSigningRequests(), clk)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,7 @@ package certificates
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -16,13 +12,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 
 	"github.com/idplane/idplane/internal/pki"
+	"github.com/idplane/idplane/internal/testing/testkeys"
 )
 
 type reqOpts struct {
@@ -39,41 +35,17 @@ type reqOpts struct {
 type keyType string
 
 const (
-	rsaKey     keyType = "RSA"
-	ecdsaKey   keyType = "ECDSA P-256"
-	ed25519Key keyType = "Ed25519"
+	rsaKey     keyType = testkeys.RSA
+	ecdsaKey   keyType = testkeys.ECDSAP256
+	ed25519Key keyType = testkeys.Ed25519
 )
-
-// testKeys holds one key per type, generated once: RSA keys are slow to make.
-var testKeys = struct {
-	sync.Mutex
-	m map[keyType]crypto.Signer
-}{m: map[keyType]crypto.Signer{}}
 
 func testKey(t testing.TB, kind keyType) crypto.Signer {
 	t.Helper()
-	testKeys.Lock()
-	defer testKeys.Unlock()
-	if k, ok := testKeys.m[kind]; ok {
-		return k
+	if kind == "" {
+		kind = ecdsaKey
 	}
-	var key crypto.Signer
-	var err error
-	switch kind {
-	case rsaKey:
-		key, err = rsa.GenerateKey(rand.Reader, 2048)
-	case ecdsaKey, "":
-		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case ed25519Key:
-		_, key, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		t.Fatalf("unknown key type %q", kind)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	testKeys.m[kind] = key
-	return key
+	return testkeys.Key(t, string(kind))
 }
 
 func makeRequest(t testing.TB, o reqOpts) *x509.CertificateRequest {

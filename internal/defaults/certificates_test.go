@@ -3,10 +3,8 @@ package defaults
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -14,6 +12,8 @@ import (
 
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/idplane/idplane/internal/testing/testkeys"
 )
 
 func requestPEM(t *testing.T, cn string, orgs []string, dns ...string) []byte {
@@ -77,18 +77,6 @@ func TestCertificateSigningRequestV1beta1(t *testing.T) {
 // the design's usage set and for the set without key encipherment, whatever its key type; a set
 // the kubelet signers do not issue gets kubernetes.io/legacy-unknown.
 func TestV1beta1SignerFromUsagesPerKeyType(t *testing.T) {
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, edKey, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const (
 		ke     = certificatesv1beta1.UsageKeyEncipherment
 		ds     = certificatesv1beta1.UsageDigitalSignature
@@ -108,18 +96,16 @@ func TestV1beta1SignerFromUsagesPerKeyType(t *testing.T) {
 		{"serving, without key encipherment", true, []certificatesv1beta1.KeyUsage{ds, server}, certificatesv1beta1.KubeletServingSignerName},
 		{"serving, server auth alone", true, []certificatesv1beta1.KeyUsage{server}, certificatesv1beta1.LegacyUnknownSignerName},
 	}
-	for _, key := range []struct {
-		name string
-		key  crypto.Signer
-	}{{"RSA", rsaKey}, {"ECDSA P-256", ecKey}, {"Ed25519", edKey}} {
+	for _, keyType := range testkeys.Types() {
+		key := testkeys.Key(t, keyType)
 		for _, tc := range cases {
-			t.Run(key.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(keyType+"/"+tc.name, func(t *testing.T) {
 				var dns []string
 				if tc.serving {
 					dns = []string{"n1.example.com"}
 				}
 				csr := &certificatesv1beta1.CertificateSigningRequest{Spec: certificatesv1beta1.CertificateSigningRequestSpec{
-					Request: requestPEMWithKey(t, key.key, "system:node:n1", []string{"system:nodes"}, dns...), Usages: tc.usages,
+					Request: requestPEMWithKey(t, key, "system:node:n1", []string{"system:nodes"}, dns...), Usages: tc.usages,
 				}}
 				CertificateSigningRequestV1beta1(csr)
 				if *csr.Spec.SignerName != tc.want {

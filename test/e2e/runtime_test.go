@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idplane/idplane/internal/testing/dirtree"
 )
 
 // busyboxApplets are the commands the containers' scripts use, linked to busybox in the rootfs.
@@ -94,7 +96,7 @@ spec:
 		return nil
 	})
 	secretDir := filepath.Join(a.podDir(uid), "volumes", "db")
-	before := treeOf(t, secretDir)
+	before := dirtree.Snapshot(t, secretDir)
 
 	out := runSpec(t, runc, busybox, filepath.Join(a.podDir(uid), "containers", "app", "config.json"))
 	t.Logf("container app:\n%s", out)
@@ -115,7 +117,7 @@ spec:
 	if strings.Contains(out, "WROTE") || strings.Count(out, "refused:") != 7 {
 		t.Errorf("a root container changed its secret volume:\n%s", out)
 	}
-	if after := treeOf(t, secretDir); after != before {
+	if after := dirtree.Snapshot(t, secretDir); after != before {
 		t.Errorf("the secret volume changed under the containers:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
@@ -261,36 +263,4 @@ func runBundle(t *testing.T, runc, bundle string) (stdout, stderr string, err er
 		err = fmt.Errorf("the container did not exit within 30s: %w", err)
 	}
 	return out.String(), errOut.String(), err
-}
-
-// treeOf lists a directory's entries with type, mode, owner-independent content and link
-// targets, without following links.
-func treeOf(t *testing.T, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(&b, "%s %s", rel, info.Mode())
-		switch {
-		case info.Mode()&os.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			fmt.Fprintf(&b, " -> %s", target)
-		case info.Mode().IsRegular():
-			data, _ := os.ReadFile(p)
-			fmt.Fprintf(&b, " %q", data)
-		}
-		b.WriteString("\n")
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
 }

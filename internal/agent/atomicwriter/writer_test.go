@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/idplane/idplane/internal/testing/dirtree"
 )
 
 func ptr(v int64) *int64 { return &v }
@@ -36,38 +38,6 @@ func mustWrite(t *testing.T, w *Writer, files map[string]FileProjection) bool {
 		t.Fatalf("Write: %v", err)
 	}
 	return changed
-}
-
-// snapshot describes every entry under dir (type, mode, link target, content) without
-// following links, to show that a refused Write changed nothing.
-func snapshot(t *testing.T, dir string) string {
-	t.Helper()
-	var b strings.Builder
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(&b, "%s %s", rel, fi.Mode())
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			fmt.Fprintf(&b, " -> %s", target)
-		case fi.Mode().IsRegular():
-			data, _ := os.ReadFile(p)
-			fmt.Fprintf(&b, " %q", data)
-		}
-		b.WriteString("\n")
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
 }
 
 func readLink(t *testing.T, p string) string {
@@ -148,7 +118,7 @@ func TestWriteRefusesHostileFileSets(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w, dir := newWriter(t)
 			mustWrite(t, w, map[string]FileProjection{"token": {Data: []byte("before"), Mode: 0o644}})
-			before := snapshot(t, filepath.Dir(dir))
+			before := dirtree.Snapshot(t, filepath.Dir(dir))
 			changed, err := w.Write(files)
 			if err == nil || changed {
 				t.Fatalf("Write = %v, %v; want refusal", changed, err)
@@ -156,7 +126,7 @@ func TestWriteRefusesHostileFileSets(t *testing.T) {
 			if !strings.Contains(err.Error(), "test-volume") {
 				t.Errorf("error %q does not name the volume", err)
 			}
-			if after := snapshot(t, filepath.Dir(dir)); after != before {
+			if after := dirtree.Snapshot(t, filepath.Dir(dir)); after != before {
 				t.Errorf("refused Write changed the directory:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
 		})
@@ -284,7 +254,7 @@ func TestWriteRebuildsTamperedDirectory(t *testing.T) {
 				w.OnRepair = func(reasons []string) { repaired = reasons }
 				mustWrite(t, w, files)
 				plant(t, dir, outside)
-				outsideBefore := snapshot(t, outside)
+				outsideBefore := dirtree.Snapshot(t, outside)
 
 				changed, err := w.Write(next)
 				if err != nil || !changed {
@@ -293,7 +263,7 @@ func TestWriteRebuildsTamperedDirectory(t *testing.T) {
 				if got, want := volumeShape(t, dir), freshShape(t, next); got != want {
 					t.Errorf("volume after the repair:\n%s\nwant, as written into an empty directory:\n%s", got, want)
 				}
-				if after := snapshot(t, outside); after != outsideBefore {
+				if after := dirtree.Snapshot(t, outside); after != outsideBefore {
 					t.Errorf("the repair changed something outside the volume:\nbefore:\n%s\nafter:\n%s", outsideBefore, after)
 				}
 				// Rotation goes on as for a volume never tampered with.
@@ -316,7 +286,7 @@ func TestWriteRebuildsTamperedDirectory(t *testing.T) {
 // written at different times.
 func volumeShape(t *testing.T, dir string) string {
 	t.Helper()
-	return anyTSName.ReplaceAllString(snapshot(t, dir), "..TS")
+	return anyTSName.ReplaceAllString(dirtree.Snapshot(t, dir), "..TS")
 }
 
 var anyTSName = regexp.MustCompile(`\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d{9}`)

@@ -2,12 +2,9 @@ package csrapproving
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -29,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/testing/testkeys"
 )
 
 func servingCSR(t *testing.T, name, node string, dnsNames ...string) *certificatesv1.CertificateSigningRequest {
@@ -272,18 +270,6 @@ var allowAll = authorizer.AuthorizerFunc(func(context.Context, authorizer.Attrib
 // TestKubeletClientUsageSetsPerKeyType: a kubelet client CSR is auto-approved for the design's
 // usages and for them without key encipherment, whatever the key type, and for nothing else.
 func TestKubeletClientUsageSetsPerKeyType(t *testing.T) {
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, edKey, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const (
 		ke = certificatesv1.UsageKeyEncipherment
 		ds = certificatesv1.UsageDigitalSignature
@@ -299,15 +285,13 @@ func TestKubeletClientUsageSetsPerKeyType(t *testing.T) {
 		{"client auth alone", []certificatesv1.KeyUsage{ca}, false},
 		{"server auth too", []certificatesv1.KeyUsage{ke, ds, ca, certificatesv1.UsageServerAuth}, false},
 	}
-	for _, key := range []struct {
-		name string
-		key  crypto.Signer
-	}{{"RSA", rsaKey}, {"ECDSA P-256", ecKey}, {"Ed25519", edKey}} {
+	for _, keyType := range testkeys.Types() {
+		key := testkeys.Key(t, keyType)
 		for _, set := range sets {
-			t.Run(key.name+"/"+set.name, func(t *testing.T) {
+			t.Run(keyType+"/"+set.name, func(t *testing.T) {
 				der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
 					Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}},
-				}, key.key)
+				}, key)
 				if err != nil {
 					t.Fatal(err)
 				}

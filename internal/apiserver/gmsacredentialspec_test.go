@@ -182,7 +182,7 @@ func TestGMSACredentialSpecs(t *testing.T) {
 		var owned string
 		for _, mf := range live.GetManagedFields() {
 			if mf.Manager == "admin" {
-				owned = string(mf.FieldsV1.Raw)
+				owned = mf.FieldsV1.GetRawString()
 			}
 		}
 		if want := `{"f:credspec":{"f:DomainJoinConfig":{".":{},"f:Sid":{}}}}`; owned != want {

@@ -312,8 +312,10 @@ func TestAuthenticateRejects(t *testing.T) {
 			return unsigned(t, "none", bound(testIssuer, []string{testIssuer}, testNow))
 		}, nil, nil, "malformed service account token"},
 		{"HS256 keyed with the public key", func() string {
-			pub := f.keys.signingKey().Key.(*ecdsa.PublicKey)
-			secret := elliptic.MarshalCompressed(pub.Curve, pub.X, pub.Y)
+			secret, err := f.keys.signingKey().Key.(*ecdsa.PublicKey).Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
 			return signRaw(t, secret, f.keys.signingKey().ID, jose.HS256, bound(testIssuer, []string{testIssuer}, testNow))
 		}, nil, nil, "malformed service account token"},
 		{"unsigned", func() string {

@@ -25,7 +25,7 @@ func ValidateEviction(e *policyv1.Eviction) field.ErrorList {
 	if opts.GracePeriodSeconds != nil {
 		allErrs = append(allErrs, validateNonnegative(*opts.GracePeriodSeconds, fldPath.Child("gracePeriodSeconds"))...)
 	}
-	//nolint:staticcheck // orphanDependents is deprecated but still accepted, and conflicts with propagationPolicy.
+	//lint:ignore SA1019 orphanDependents is deprecated but still accepted, and conflicts with propagationPolicy.
 	if opts.OrphanDependents != nil && opts.PropagationPolicy != nil {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("propagationPolicy"), *opts.PropagationPolicy, "orphanDependents and deletionPropagation cannot be both set"))
 	}

@@ -25,6 +25,7 @@ func TestValidateEviction(t *testing.T) {
 		},
 		{
 			name: "orphan and propagation",
+			//lint:ignore SA1019 the deprecated field is still accepted, and its conflict is what is tested.
 			opts: &metav1.DeleteOptions{OrphanDependents: &orphan, PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)},
 			want: []want{invalid("deleteOptions.propagationPolicy")},
 		},

@@ -24,6 +24,7 @@ func admitNode(nodeName string, a admission.Attributes) error {
 		}
 		// The Node authorizer scopes a node's reads by what its Node lists, so a node may not
 		// point itself at a config source.
+		//lint:ignore SA1019 the field is deprecated, not gone: a node may still send it, and must not.
 		if node.Spec.ConfigSource != nil {
 			return forbid(a, "node %q is not allowed to create a Node with a non-nil configSource", nodeName)
 		}
@@ -40,6 +41,7 @@ func admitNode(nodeName string, a admission.Attributes) error {
 			return forbid(a, "unexpected type %T", a.GetOldObject())
 		}
 		// Only a new non-nil source is refused: older kubelets drop the field on status updates.
+		//lint:ignore SA1019 the field is deprecated, not gone: a node may still send it, and must not.
 		if node.Spec.ConfigSource != nil && !apiequality.Semantic.DeepEqual(node.Spec.ConfigSource, old.Spec.ConfigSource) {
 			return forbid(a, "node %q is not allowed to update configSource to a new non-nil configSource", nodeName)
 		}

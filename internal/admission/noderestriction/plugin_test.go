@@ -381,6 +381,7 @@ func TestNodeWrites(t *testing.T) {
 	}
 	withConfig := func(name string) func(*corev1.Node) {
 		return func(n *corev1.Node) {
+			//lint:ignore SA1019 a node that still sends the deprecated field is what is tested.
 			n.Spec.ConfigSource = &corev1.NodeConfigSource{ConfigMap: &corev1.ConfigMapNodeConfigSource{Namespace: "kube-system", Name: name, KubeletConfigKey: "kubelet"}}
 		}
 	}

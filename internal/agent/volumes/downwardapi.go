@@ -186,6 +186,7 @@ func ResourceValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFie
 	case "limits":
 		list = c.Resources.Limits
 	default:
+		//lint:ignore ST1005 the message ends with the prefix "limits.", not with punctuation.
 		return "", fmt.Errorf("resource %q is not supported: must start with requests. or limits.", ref.Resource)
 	}
 	divisor := ref.Divisor

@@ -109,14 +109,13 @@ func TestEnsure(t *testing.T) {
 			}
 			var written []*corev1.ConfigMap
 			for _, a := range client.Actions() {
-				switch a := a.(type) {
-				case k8stesting.CreateAction:
-					written = append(written, a.GetObject().(*corev1.ConfigMap))
-				case k8stesting.UpdateAction:
-					written = append(written, a.GetObject().(*corev1.ConfigMap))
-				default:
+				// Creates and updates carry the object written; the two action interfaces are the same.
+				write, ok := a.(k8stesting.CreateAction)
+				if !ok {
 					t.Errorf("unexpected request %s %s", a.GetVerb(), a.GetResource().Resource)
+					continue
 				}
+				written = append(written, write.GetObject().(*corev1.ConfigMap))
 			}
 			switch {
 			case tc.want == nil && len(written) > 0:

@@ -301,16 +301,12 @@ func assertNoWriteTo(t *testing.T, client *fake.Clientset, resource, name string
 		if a.GetResource().Resource != resource {
 			continue
 		}
-		var obj runtime.Object
-		switch a := a.(type) {
-		case k8stesting.UpdateAction:
-			obj = a.GetObject()
-		case k8stesting.CreateAction:
-			obj = a.GetObject()
-		default:
+		// Creates and updates carry the object written; the two action interfaces are the same.
+		write, ok := a.(k8stesting.CreateAction)
+		if !ok {
 			continue
 		}
-		if m, err := meta.Accessor(obj); err == nil && m.GetName() == name {
+		if m, err := meta.Accessor(write.GetObject()); err == nil && m.GetName() == name {
 			t.Errorf("%s %q written: %s", resource, name, a.GetVerb())
 		}
 	}

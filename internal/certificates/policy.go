@@ -40,18 +40,53 @@ func (p Policy) Check(req *Request) error {
 	return nil
 }
 
-// ParseRequest decodes a CSR's spec.request: one PEM CERTIFICATE REQUEST whose signature verifies.
+// RequestStep is the step of reading a CSR's spec.request that failed.
+type RequestStep int
+
+const (
+	// RequestNotPEM: the data is not a PEM block of type CERTIFICATE REQUEST.
+	RequestNotPEM RequestStep = iota
+	// RequestUnparsable: the block holds no PKCS#10 request Go can parse.
+	RequestUnparsable
+	// RequestBadSignature: the request's self-signature does not verify.
+	RequestBadSignature
+)
+
+// RequestError is a spec.request ParseRequest refused, with the step that refused it, so that
+// each caller (validation, admission, the signers) words the failure for its own users from
+// the one parser.
+type RequestError struct {
+	Step RequestStep
+	// Err is the library's error; nil for RequestNotPEM.
+	Err error
+}
+
+func (e *RequestError) Error() string {
+	switch e.Step {
+	case RequestNotPEM:
+		return "not a PEM CERTIFICATE REQUEST"
+	case RequestUnparsable:
+		return fmt.Sprintf("parsing the certificate request: %v", e.Err)
+	default:
+		return fmt.Sprintf("checking the certificate request's signature: %v", e.Err)
+	}
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// ParseRequest decodes a CSR's spec.request: one PEM CERTIFICATE REQUEST whose signature
+// verifies. It fails with a *RequestError.
 func ParseRequest(data []byte) (*x509.CertificateRequest, error) {
 	block, _ := pem.Decode(data)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return nil, errors.New("not a PEM CERTIFICATE REQUEST")
+		return nil, &RequestError{Step: RequestNotPEM}
 	}
 	csr, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the certificate request: %w", err)
+		return nil, &RequestError{Step: RequestUnparsable, Err: err}
 	}
 	if err := csr.CheckSignature(); err != nil {
-		return nil, fmt.Errorf("checking the certificate request's signature: %w", err)
+		return nil, &RequestError{Step: RequestBadSignature, Err: err}
 	}
 	return csr, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/idplane/idplane/internal/certificates"
 )
 
 const (
@@ -119,18 +122,22 @@ func validateCSRRequest(request []byte, fldPath *field.Path) field.ErrorList {
 	case len(request) > maxCSRBytes:
 		return field.ErrorList{field.TooLong(fldPath, "", maxCSRBytes)}
 	}
-	block, _ := pem.Decode(request)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return field.ErrorList{field.Invalid(fldPath, "", "must be a PEM-encoded CERTIFICATE REQUEST")}
+	var bad *certificates.RequestError
+	if _, err := certificates.ParseRequest(request); !errors.As(err, &bad) {
+		return nil
 	}
-	csr, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		return field.ErrorList{field.Invalid(fldPath, "", fmt.Sprintf("the certificate request cannot be parsed: %v", err))}
-	}
-	if err := csr.CheckSignature(); err != nil {
-		return field.ErrorList{field.Invalid(fldPath, "", fmt.Sprintf("the certificate request's signature does not verify: %v", err))}
-	}
-	return nil
+	return field.ErrorList{field.Invalid(fldPath, "", requestMessages[bad.Step](bad.Err))}
+}
+
+// requestMessages word each step at which a spec.request can fail.
+var requestMessages = map[certificates.RequestStep]func(error) string{
+	certificates.RequestNotPEM: func(error) string { return "must be a PEM-encoded CERTIFICATE REQUEST" },
+	certificates.RequestUnparsable: func(err error) string {
+		return fmt.Sprintf("the certificate request cannot be parsed: %v", err)
+	},
+	certificates.RequestBadSignature: func(err error) string {
+		return fmt.Sprintf("the certificate request's signature does not verify: %v", err)
+	},
 }
 
 // validateSignerName checks a signer name: a fully qualified domain, a slash, and a path.

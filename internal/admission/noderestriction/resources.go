@@ -2,10 +2,6 @@ package noderestriction
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
-	"fmt"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -13,6 +9,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/idplane/idplane/internal/certificates"
 	"github.com/idplane/idplane/internal/nodeidentity"
 )
 
@@ -138,7 +135,7 @@ func admitCSR(nodeName string, a admission.Attributes) error {
 	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName && csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
 		return nil
 	}
-	req, err := parseCSR(csr.Spec.Request)
+	req, err := certificates.ParseRequest(csr.Spec.Request)
 	if err != nil {
 		return forbid(a, "unable to parse csr: %v", err)
 	}
@@ -146,16 +143,4 @@ func admitCSR(nodeName string, a admission.Attributes) error {
 		return forbid(a, "can only create a node CSR with CN=%s", want)
 	}
 	return nil
-}
-
-func parseCSR(data []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("parsing certificate request: %w", err)
-	}
-	return req, nil
 }

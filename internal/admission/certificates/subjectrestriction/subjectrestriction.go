@@ -5,8 +5,6 @@ package subjectrestriction
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +12,8 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/idplane/idplane/internal/certificates"
 )
 
 // PluginName names the plugin in --enable-admission-plugins.
@@ -45,11 +45,8 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
 		return nil
 	}
-	block, _ := pem.Decode(csr.Spec.Request)
-	if block == nil {
-		return nil
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
+	// A request that cannot be read is validation's to refuse, with the reason.
+	req, err := certificates.ParseRequest(csr.Spec.Request)
 	if err != nil {
 		return nil
 	}

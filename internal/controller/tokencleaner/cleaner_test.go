@@ -184,15 +184,7 @@ func TestRun(t *testing.T) {
 	forever := secret("bootstrap-token-cccccc", "kube-system", bootstrapType, "")
 	opaque := secret("bootstrap-token-dddddd", "kube-system", corev1.SecretTypeOpaque, at(-time.Minute))
 	client := fake.NewClientset(expired, later, forever, opaque)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, factory.Core().V1().Secrets(), factory.Certificates().V1().CertificateSigningRequests(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	go c.Run(ctx, 1)
+	ctx := runCleaner(t, client, clk)
 
 	remaining := func() []string {
 		list, err := client.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
@@ -218,4 +210,20 @@ func TestRun(t *testing.T) {
 	waitFor(later.Name, forever.Name, opaque.Name)
 	clk.Step(time.Hour)
 	waitFor(forever.Name, opaque.Name)
+}
+
+// runCleaner runs a cleaner on client's informers until the test ends, its caches synced.
+func runCleaner(t *testing.T, client *fake.Clientset, clk *testclock.FakeClock) context.Context {
+	t.Helper()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c, err := New(client, factory.Core().V1().Secrets(), factory.Certificates().V1().CertificateSigningRequests(), clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	go c.Run(ctx, 1)
+	factory.WaitForCacheSync(ctx.Done())
+	return ctx
 }

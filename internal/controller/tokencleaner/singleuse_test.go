@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	testclock "k8s.io/utils/clock/testing"
 )
@@ -108,16 +107,7 @@ func TestSingleUseRun(t *testing.T) {
 	pendingCSR := tokenCSR("join", "abcdef", now)
 	pendingCSR.Status = certificatesv1.CertificateSigningRequestStatus{}
 	client := fake.NewClientset(token, other, pendingCSR, tokenCSR("other-join", "uuuuuu", now.Add(-time.Hour)))
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := New(client, factory.Core().V1().Secrets(), factory.Certificates().V1().CertificateSigningRequests(), clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	go c.Run(ctx, 1)
-	factory.WaitForCacheSync(ctx.Done())
+	ctx := runCleaner(t, client, clk)
 
 	// The signer issues the certificate: the cleaner hears of it and waits out the grace, which
 	// the clock passes (again and again: when the cleaner gets to it is not known here).

@@ -5,6 +5,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func validRole() *rbacv1.Role {
@@ -313,4 +314,92 @@ func TestValidateBindingUpdates(t *testing.T) {
 			expectErrors(t, ValidateClusterRoleBindingUpdate(b, oldCRB), tc.want...)
 		})
 	}
+}
+
+// TestPolicyRuleMessages pins what a user reads for each policy rule check.
+func TestPolicyRuleMessages(t *testing.T) {
+	tests := []struct {
+		name       string
+		rule       rbacv1.PolicyRule
+		namespaced bool
+		want       []string
+	}{
+		{name: "resource rule", rule: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}, namespaced: true},
+		{name: "url rule", rule: rbacv1.PolicyRule{NonResourceURLs: []string{"/healthz"}, Verbs: []string{"get"}}},
+		{name: "empty", rule: rbacv1.PolicyRule{}, want: []string{
+			"r.verbs: Required value: verbs must contain at least one value",
+			"r.apiGroups: Required value: resource rules must supply at least one api group",
+			"r.resources: Required value: resource rules must supply at least one resource",
+		}},
+		{name: "url in namespaced rule", rule: rbacv1.PolicyRule{NonResourceURLs: []string{"/healthz"}, Verbs: []string{"get"}}, namespaced: true, want: []string{
+			`r.nonResourceURLs: Invalid value: ["/healthz"]: namespaced rules cannot apply to non-resource URLs`,
+		}},
+		{name: "url with resource names", rule: rbacv1.PolicyRule{NonResourceURLs: []string{"/healthz"}, ResourceNames: []string{"x"}, Verbs: []string{"get"}}, want: []string{
+			`r.nonResourceURLs: Invalid value: ["/healthz"]: rules cannot apply to both regular resources and non-resource URLs`,
+		}},
+		{name: "url with groups, namespaced", rule: rbacv1.PolicyRule{NonResourceURLs: []string{"/a"}, APIGroups: []string{""}}, namespaced: true, want: []string{
+			"r.verbs: Required value: verbs must contain at least one value",
+			`r.nonResourceURLs: Invalid value: ["/a"]: namespaced rules cannot apply to non-resource URLs`,
+			`r.nonResourceURLs: Invalid value: ["/a"]: rules cannot apply to both regular resources and non-resource URLs`,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			expectMessages(t, validatePolicyRule(tc.rule, tc.namespaced, field.NewPath("r")), tc.want...)
+		})
+	}
+}
+
+// TestBindingMessages pins what a user reads for role references and subjects.
+func TestBindingMessages(t *testing.T) {
+	rb := validRoleBinding()
+	rb.RoleRef = rbacv1.RoleRef{APIGroup: "example.com", Kind: "Group", Name: "a/b"}
+	rb.Subjects = []rbacv1.Subject{
+		{Kind: rbacv1.UserKind},
+		{Kind: rbacv1.GroupKind, Name: "g", APIGroup: "example.com"},
+		{Kind: rbacv1.ServiceAccountKind, Name: "Builder", APIGroup: rbacv1.GroupName},
+		{Kind: "Robot", Name: "r2"},
+		{Kind: rbacv1.ServiceAccountKind, Name: "builder"},
+	}
+	expectMessages(t, ValidateRoleBinding(rb),
+		`roleRef.apiGroup: Unsupported value: "example.com": supported values: "rbac.authorization.k8s.io"`,
+		`roleRef.kind: Unsupported value: "Group": supported values: "Role", "ClusterRole"`,
+		`roleRef.name: Invalid value: "a/b": may not contain '/'`,
+		`subjects[0].name: Required value`,
+		`subjects[0].apiGroup: Unsupported value: "": supported values: "rbac.authorization.k8s.io"`,
+		`subjects[1].apiGroup: Unsupported value: "example.com": supported values: "rbac.authorization.k8s.io"`,
+		`subjects[2].name: Invalid value: "Builder": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`subjects[2].apiGroup: Unsupported value: "rbac.authorization.k8s.io": supported values: ""`,
+		`subjects[3].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"`,
+	)
+
+	crb := validClusterRoleBinding()
+	crb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role"}
+	crb.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind}}
+	expectMessages(t, ValidateClusterRoleBinding(crb),
+		`roleRef.kind: Unsupported value: "Role": supported values: "ClusterRole"`,
+		`roleRef.name: Required value`,
+		`subjects[0].name: Required value`,
+		`subjects[0].namespace: Required value`,
+	)
+
+	old := validRoleBinding()
+	old.ResourceVersion = "1"
+	changed := old.DeepCopy()
+	changed.RoleRef.Name = "other"
+	expectMessages(t, ValidateRoleBindingUpdate(changed, old),
+		`roleRef: Invalid value: {"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"other"}: cannot change roleRef`)
+}
+
+// TestClusterRoleMessages pins the aggregation rule messages.
+func TestClusterRoleMessages(t *testing.T) {
+	r := validClusterRole()
+	r.AggregationRule = &rbacv1.AggregationRule{}
+	expectMessages(t, ValidateClusterRole(r),
+		"aggregationRule.clusterRoleSelectors: Required value: at least one clusterRoleSelector required if aggregationRule is non-nil")
+
+	r.AggregationRule.ClusterRoleSelectors = []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}}
+	expectMessages(t, ValidateClusterRole(r),
+		`aggregationRule.clusterRoleSelectors[0].matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`,
+		`aggregationRule.clusterRoleSelectors[0]: Invalid value: {"matchExpressions":[{"key":"tier","operator":"Near"}]}: invalid label selector.`)
 }

@@ -1,10 +1,8 @@
 package validation
 
 import (
-	"fmt"
-	"path"
-	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,45 +71,53 @@ func validateFinalizerName(name string, fldPath *field.Path) field.ErrorList {
 	return append(allErrs, validateStandardFinalizerName(name, fldPath)...)
 }
 
-// nameErrors turns the messages of a ValidateNameFunc into Invalid errors.
-func nameErrors(nameFn apivalidation.ValidateNameFunc, value string, fldPath *field.Path) field.ErrorList {
+// invalidEach turns the messages of a name or value check into Invalid
+// errors at fldPath, one per message.
+func invalidEach(fldPath *field.Path, value any, msgs []string) field.ErrorList {
 	var allErrs field.ErrorList
-	for _, msg := range nameFn(value, false) {
+	for _, msg := range msgs {
 		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
 	}
 	return allErrs
+}
+
+// nameErrors applies a ValidateNameFunc to a full (not generated) name.
+func nameErrors(nameFn apivalidation.ValidateNameFunc, value string, fldPath *field.Path) field.ErrorList {
+	return invalidEach(fldPath, value, nameFn(value, false))
 }
 
 func validateDNS1123Label(value string, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(value) {
-		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
-	}
-	return allErrs
+	return invalidEach(fldPath, value, utilvalidation.IsDNS1123Label(value))
 }
 
 func validateDNS1123Subdomain(value string, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Subdomain(value) {
-		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
-	}
-	return allErrs
+	return invalidEach(fldPath, value, utilvalidation.IsDNS1123Subdomain(value))
 }
 
 func validateQualifiedName(value string, fldPath *field.Path) field.ErrorList {
+	return invalidEach(fldPath, value, utilvalidation.IsQualifiedName(value))
+}
+
+func validateLabelValue(value string, fldPath *field.Path) field.ErrorList {
+	return invalidEach(fldPath, value, utilvalidation.IsValidLabelValue(value))
+}
+
+// eachValue applies rule to every element of values, at its index.
+func eachValue(values []string, rule func(string, *field.Path) field.ErrorList, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsQualifiedName(value) {
-		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
+	for i, v := range values {
+		allErrs = append(allErrs, rule(v, fldPath.Index(i))...)
 	}
 	return allErrs
 }
 
-func validateLabelValue(value string, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsValidLabelValue(value) {
-		allErrs = append(allErrs, field.Invalid(fldPath, value, msg))
+// oneOf reports value as unsupported unless it is one of allowed, which the
+// error lists in the order given.
+func oneOf[T ~string](fldPath *field.Path, value T, allowed ...T) field.ErrorList {
+	if slices.Contains(allowed, value) {
+		return nil
 	}
-	return allErrs
+	return field.ErrorList{field.NotSupported(fldPath, value, allowed)}
 }
 
 func validateNonnegative(value int64, fldPath *field.Path) field.ErrorList {
@@ -137,224 +143,6 @@ func validateFileMode(mode *int32, fldPath *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(fldPath, *mode, fileModeErrorMsg)}
 	}
 	return nil
-}
-
-// validatePathNoBacksteps rejects ".." elements: such paths would escape the
-// directory the kubelet mounts them under.
-func validatePathNoBacksteps(target string, fldPath *field.Path) field.ErrorList {
-	for _, item := range strings.Split(filepath.ToSlash(target), "/") {
-		if item == ".." {
-			return field.ErrorList{field.Invalid(fldPath, target, "must not contain '..'")}
-		}
-	}
-	return nil
-}
-
-func validateLocalDescendingPath(target string, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	if path.IsAbs(target) {
-		allErrs = append(allErrs, field.Invalid(fldPath, target, "must be a relative path"))
-	}
-	return append(allErrs, validatePathNoBacksteps(target, fldPath)...)
-}
-
-// validateLocalNonReservedPath additionally reserves names starting with
-// "..", which the kubelet uses for its atomic-writer bookkeeping.
-func validateLocalNonReservedPath(target string, fldPath *field.Path) field.ErrorList {
-	allErrs := validateLocalDescendingPath(target, fldPath)
-	if strings.HasPrefix(target, "..") && !strings.HasPrefix(target, "../") {
-		allErrs = append(allErrs, field.Invalid(fldPath, target, "must not start with '..'"))
-	}
-	return allErrs
-}
-
-// Resource names. The rules mirror upstream's resource helpers: names without
-// a domain (or in kubernetes.io) are native, everything else is an extended
-// resource that can only be counted in whole units and never overcommitted.
-
-var standardContainerResources = sets.New(
-	corev1.ResourceCPU,
-	corev1.ResourceMemory,
-	corev1.ResourceEphemeralStorage,
-)
-
-var integerResources = sets.New(
-	corev1.ResourcePods,
-	corev1.ResourceQuotas,
-	corev1.ResourceServices,
-	corev1.ResourceReplicationControllers,
-	corev1.ResourceSecrets,
-	corev1.ResourceConfigMaps,
-	corev1.ResourcePersistentVolumeClaims,
-	corev1.ResourceServicesNodePorts,
-	corev1.ResourceServicesLoadBalancers,
-)
-
-var standardResources = sets.New(
-	corev1.ResourceCPU,
-	corev1.ResourceMemory,
-	corev1.ResourceEphemeralStorage,
-	corev1.ResourceRequestsCPU,
-	corev1.ResourceRequestsMemory,
-	corev1.ResourceRequestsEphemeralStorage,
-	corev1.ResourceLimitsCPU,
-	corev1.ResourceLimitsMemory,
-	corev1.ResourceLimitsEphemeralStorage,
-	corev1.ResourcePods,
-	corev1.ResourceQuotas,
-	corev1.ResourceServices,
-	corev1.ResourceReplicationControllers,
-	corev1.ResourceSecrets,
-	corev1.ResourcePersistentVolumeClaims,
-	corev1.ResourceConfigMaps,
-	corev1.ResourceStorage,
-	corev1.ResourceRequestsStorage,
-	corev1.ResourceServicesNodePorts,
-	corev1.ResourceServicesLoadBalancers,
-)
-
-func isHugePageResourceName(name corev1.ResourceName) bool {
-	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
-}
-
-func isNativeResource(name corev1.ResourceName) bool {
-	return !strings.Contains(string(name), "/") || strings.Contains(string(name), corev1.ResourceDefaultNamespacePrefix)
-}
-
-func isExtendedResourceName(name corev1.ResourceName) bool {
-	if isNativeResource(name) || strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(utilvalidation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+string(name))) == 0
-}
-
-func isOvercommitAllowed(name corev1.ResourceName) bool {
-	return isNativeResource(name) && !isHugePageResourceName(name)
-}
-
-func isIntegerResourceName(name corev1.ResourceName) bool {
-	return integerResources.Has(name) || isExtendedResourceName(name)
-}
-
-func isStandardResourceName(name corev1.ResourceName) bool {
-	return standardResources.Has(name) || isHugePageResourceName(name) ||
-		strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix+corev1.ResourceHugePagesPrefix)
-}
-
-func validateResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
-	allErrs := validateQualifiedName(string(name), fldPath)
-	if len(allErrs) != 0 {
-		return allErrs
-	}
-	if !strings.Contains(string(name), "/") && !isStandardResourceName(name) {
-		return field.ErrorList{field.Invalid(fldPath, name, "must be a standard resource type or fully qualified")}
-	}
-	return nil
-}
-
-func validateContainerResourceName(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
-	allErrs := validateResourceName(name, fldPath)
-	if !strings.Contains(string(name), "/") {
-		if !standardContainerResources.Has(name) && !isHugePageResourceName(name) {
-			allErrs = append(allErrs, field.Invalid(fldPath, name, "must be a standard resource for containers"))
-		}
-	} else if !isNativeResource(name) && !isExtendedResourceName(name) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, "doesn't follow extended resource name standard"))
-	}
-	return allErrs
-}
-
-// validateResourceQuantityValue checks a quantity for a named resource:
-// never negative, and whole units for resources that cannot be split.
-func validateResourceQuantityValue(name corev1.ResourceName, q resource.Quantity, fldPath *field.Path) field.ErrorList {
-	allErrs := validateNonnegativeQuantity(q, fldPath)
-	if isIntegerResourceName(name) && q.MilliValue()%1000 != 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath, q.String(), isNotIntegerErrorMsg))
-	}
-	return allErrs
-}
-
-// validateHugePageValue requires hugepage amounts to be whole pages of the
-// size named by the resource (hugepages-2Mi: multiples of 2Mi).
-func validateHugePageValue(name corev1.ResourceName, q resource.Quantity, fldPath *field.Path) field.ErrorList {
-	pageSize, err := resource.ParseQuantity(strings.TrimPrefix(string(name), corev1.ResourceHugePagesPrefix))
-	if err == nil && pageSize.Value() > 0 && q.Value()%pageSize.Value() == 0 {
-		return nil
-	}
-	return field.ErrorList{field.Invalid(fldPath, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name))}
-}
-
-// Node selectors are shared by pod affinity and persistent volume affinity.
-
-func validateNodeSelector(ns *corev1.NodeSelector, fldPath *field.Path) field.ErrorList {
-	termsPath := fldPath.Child("nodeSelectorTerms")
-	if len(ns.NodeSelectorTerms) == 0 {
-		return field.ErrorList{field.Required(termsPath, "must have at least one node selector term")}
-	}
-	var allErrs field.ErrorList
-	for i, term := range ns.NodeSelectorTerms {
-		allErrs = append(allErrs, validateNodeSelectorTerm(term, true, termsPath.Index(i))...)
-	}
-	return allErrs
-}
-
-// validateNodeSelectorTerm checks a term; checkValues is false for preferred
-// terms, whose values upstream tolerates even when they are not label values.
-func validateNodeSelectorTerm(term corev1.NodeSelectorTerm, checkValues bool, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for i, req := range term.MatchExpressions {
-		allErrs = append(allErrs, validateNodeSelectorRequirement(req, checkValues, fldPath.Child("matchExpressions").Index(i))...)
-	}
-	for i, req := range term.MatchFields {
-		allErrs = append(allErrs, validateNodeFieldSelectorRequirement(req, fldPath.Child("matchFields").Index(i))...)
-	}
-	return allErrs
-}
-
-func validateNodeSelectorRequirement(rq corev1.NodeSelectorRequirement, checkValues bool, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	switch rq.Operator {
-	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
-		if len(rq.Values) == 0 {
-			allErrs = append(allErrs, field.Required(fldPath.Child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
-		}
-	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
-		if len(rq.Values) > 0 {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-		}
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if len(rq.Values) != 1 {
-			allErrs = append(allErrs, field.Required(fldPath.Child("values"), "must be specified single value when `operator` is 'Lt' or 'Gt'"))
-		}
-	default:
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("operator"), rq.Operator, "not a valid selector operator"))
-	}
-	allErrs = append(allErrs, metav1validation.ValidateLabelName(rq.Key, fldPath.Child("key"))...)
-	if checkValues {
-		for i, v := range rq.Values {
-			allErrs = append(allErrs, validateLabelValue(v, fldPath.Child("values").Index(i))...)
-		}
-	}
-	return allErrs
-}
-
-func validateNodeFieldSelectorRequirement(req corev1.NodeSelectorRequirement, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	switch req.Operator {
-	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
-		if len(req.Values) != 1 {
-			allErrs = append(allErrs, field.Required(fldPath.Child("values"), "must be only one value when `operator` is 'In' or 'NotIn' for node field selector"))
-		}
-	default:
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("operator"), req.Operator, "not a valid selector operator"))
-	}
-	if req.Key != metav1.ObjectNameField {
-		return append(allErrs, field.Invalid(fldPath.Child("key"), req.Key, "not a valid field selector key"))
-	}
-	for i, v := range req.Values {
-		allErrs = append(allErrs, nameErrors(apivalidation.NameIsDNSSubdomain, v, fldPath.Child("values").Index(i))...)
-	}
-	return allErrs
 }
 
 func validateLabelSelector(sel *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {

@@ -1,14 +1,23 @@
 package validation
 
 import (
-	"strings"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
+// supportedLeaseStrategies are the unprefixed strategies Kubernetes defines;
+// anyone else's must carry a domain.
 var supportedLeaseStrategies = []coordinationv1.CoordinatedLeaseStrategy{coordinationv1.OldestEmulationVersion}
+
+// leaseSpecRules are the checks of a lease spec, each about one field.
+var leaseSpecRules = []func(*coordinationv1.LeaseSpec, *field.Path) field.ErrorList{
+	leaseDurationPositive,
+	leaseTransitionsCounted,
+	leaseStrategyKnown,
+	preferredHolderNeedsStrategy,
+}
 
 // ValidateLease validates a lease on create. Leases are a coordination
 // primitive of the control plane, not a core type, so they use the generic
@@ -26,32 +35,44 @@ func ValidateLeaseUpdate(newL, oldL *coordinationv1.Lease) field.ErrorList {
 
 func validateLeaseSpec(spec *coordinationv1.LeaseSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if spec.LeaseDurationSeconds != nil && *spec.LeaseDurationSeconds <= 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("leaseDurationSeconds"), *spec.LeaseDurationSeconds, "must be greater than 0"))
-	}
-	if spec.LeaseTransitions != nil && *spec.LeaseTransitions < 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("leaseTransitions"), *spec.LeaseTransitions, "must be greater than or equal to 0"))
-	}
-	if spec.Strategy != nil {
-		allErrs = append(allErrs, validateLeaseStrategy(*spec.Strategy, fldPath.Child("strategy"))...)
-	}
-	// A preferred holder only means something to a coordinated election.
-	if spec.PreferredHolder != nil && *spec.PreferredHolder != "" && (spec.Strategy == nil || *spec.Strategy == "") {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("preferredHolder"), "may only be specified if `strategy` is defined"))
+	for _, rule := range leaseSpecRules {
+		allErrs = append(allErrs, rule(spec, fldPath)...)
 	}
 	return allErrs
 }
 
-// validateLeaseStrategy accepts the strategies Kubernetes defines and any
-// domain-qualified custom one.
-func validateLeaseStrategy(strategy coordinationv1.CoordinatedLeaseStrategy, fldPath *field.Path) field.ErrorList {
-	if !strings.Contains(string(strategy), "/") {
-		for _, s := range supportedLeaseStrategies {
-			if strategy == s {
-				return nil
-			}
-		}
-		return field.ErrorList{field.NotSupported(fldPath, strategy, supportedLeaseStrategies)}
+func leaseDurationPositive(spec *coordinationv1.LeaseSpec, fldPath *field.Path) field.ErrorList {
+	if d := spec.LeaseDurationSeconds; d != nil && *d <= 0 {
+		return field.ErrorList{field.Invalid(fldPath.Child("leaseDurationSeconds"), *d, "must be greater than 0")}
 	}
-	return validateQualifiedName(string(strategy), fldPath)
+	return nil
+}
+
+func leaseTransitionsCounted(spec *coordinationv1.LeaseSpec, fldPath *field.Path) field.ErrorList {
+	if n := spec.LeaseTransitions; n != nil && *n < 0 {
+		return field.ErrorList{field.Invalid(fldPath.Child("leaseTransitions"), *n, "must be greater than or equal to 0")}
+	}
+	return nil
+}
+
+// leaseStrategyKnown accepts the strategies Kubernetes defines and any
+// domain-qualified custom one.
+func leaseStrategyKnown(spec *coordinationv1.LeaseSpec, fldPath *field.Path) field.ErrorList {
+	if spec.Strategy == nil {
+		return nil
+	}
+	strategy, strategyPath := *spec.Strategy, fldPath.Child("strategy")
+	if unprefixed(strategy) {
+		return oneOf(strategyPath, strategy, supportedLeaseStrategies...)
+	}
+	return validateQualifiedName(string(strategy), strategyPath)
+}
+
+// preferredHolderNeedsStrategy: a preferred holder only means something to a
+// coordinated election.
+func preferredHolderNeedsStrategy(spec *coordinationv1.LeaseSpec, fldPath *field.Path) field.ErrorList {
+	if ptr.Deref(spec.PreferredHolder, "") != "" && ptr.Deref(spec.Strategy, "") == "" {
+		return field.ErrorList{field.Forbidden(fldPath.Child("preferredHolder"), "may only be specified if `strategy` is defined")}
+	}
+	return nil
 }

@@ -58,7 +58,7 @@ func validateStandardFinalizers(finalizers []string, fldPath *field.Path) field.
 }
 
 func validateStandardFinalizerName(name string, fldPath *field.Path) field.ErrorList {
-	if !strings.Contains(name, "/") && !standardFinalizers.Has(name) {
+	if unprefixed(name) && !standardFinalizers.Has(name) {
 		return field.ErrorList{field.Invalid(fldPath, name, "name is neither a standard finalizer name nor is it fully qualified")}
 	}
 	return nil
@@ -69,6 +69,12 @@ func validateStandardFinalizerName(name string, fldPath *field.Path) field.Error
 func validateFinalizerName(name string, fldPath *field.Path) field.ErrorList {
 	allErrs := apivalidation.ValidateFinalizerName(name, fldPath)
 	return append(allErrs, validateStandardFinalizerName(name, fldPath)...)
+}
+
+// unprefixed is a name without a domain ("cpu", "kubernetes"): such names
+// belong to Kubernetes, which keeps lists of the ones it defines.
+func unprefixed[T ~string](name T) bool {
+	return !strings.Contains(string(name), "/")
 }
 
 // invalidEach turns the messages of a name or value check into Invalid

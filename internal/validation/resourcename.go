@@ -44,11 +44,6 @@ var standardResources = sets.New(
 	corev1.ResourceStorage, corev1.ResourceRequestsStorage,
 ).Union(integerResources)
 
-// unprefixed is a resource name without a domain ("cpu", "pods").
-func unprefixed(name corev1.ResourceName) bool {
-	return !strings.Contains(string(name), "/")
-}
-
 func isHugePageResourceName(name corev1.ResourceName) bool {
 	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }

@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"slices"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -85,29 +87,55 @@ func validatePolicyRules(rules []rbacv1.PolicyRule, namespaced bool) field.Error
 	return allErrs
 }
 
-// validatePolicyRule checks that a rule grants something: verbs on either resources or
-// non-resource URLs, never both. A namespaced role cannot grant URLs, which have no namespace.
+// A policy rule grants verbs on either resources or non-resource URLs, never
+// both. Every rule lists verbs; what else it must list depends on its shape.
+
+// ruleList is a list a policy rule must not leave empty.
+type ruleList struct {
+	field  string
+	of     func(rbacv1.PolicyRule) []string
+	detail string
+}
+
+var (
+	verbsList     = ruleList{"verbs", func(r rbacv1.PolicyRule) []string { return r.Verbs }, "verbs must contain at least one value"}
+	apiGroupsList = ruleList{"apiGroups", func(r rbacv1.PolicyRule) []string { return r.APIGroups }, "resource rules must supply at least one api group"}
+	resourcesList = ruleList{"resources", func(r rbacv1.PolicyRule) []string { return r.Resources }, "resource rules must supply at least one resource"}
+)
+
+// resourceRuleLists are what a rule on resources must name; a rule on URLs
+// needs only its verbs and URLs.
+var resourceRuleLists = []ruleList{apiGroupsList, resourcesList}
+
+func (l ruleList) check(rule rbacv1.PolicyRule, fldPath *field.Path) field.ErrorList {
+	if len(l.of(rule)) == 0 {
+		return field.ErrorList{field.Required(fldPath.Child(l.field), l.detail)}
+	}
+	return nil
+}
+
 func validatePolicyRule(rule rbacv1.PolicyRule, namespaced bool, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	if len(rule.Verbs) == 0 {
-		allErrs = append(allErrs, field.Required(fldPath.Child("verbs"), "verbs must contain at least one value"))
-	}
+	allErrs := verbsList.check(rule, fldPath)
 	if len(rule.NonResourceURLs) > 0 {
-		if namespaced {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("nonResourceURLs"), rule.NonResourceURLs, "namespaced rules cannot apply to non-resource URLs"))
-		}
-		if len(rule.APIGroups) > 0 || len(rule.Resources) > 0 || len(rule.ResourceNames) > 0 {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("nonResourceURLs"), rule.NonResourceURLs, "rules cannot apply to both regular resources and non-resource URLs"))
-		}
-		return allErrs
+		return append(allErrs, validateURLRule(rule, namespaced, fldPath.Child("nonResourceURLs"))...)
 	}
-	if len(rule.APIGroups) == 0 {
-		allErrs = append(allErrs, field.Required(fldPath.Child("apiGroups"), "resource rules must supply at least one api group"))
-	}
-	if len(rule.Resources) == 0 {
-		allErrs = append(allErrs, field.Required(fldPath.Child("resources"), "resource rules must supply at least one resource"))
+	for _, l := range resourceRuleLists {
+		allErrs = append(allErrs, l.check(rule, fldPath)...)
 	}
 	return allErrs
+}
+
+// validateURLRule: a namespaced role cannot grant URLs, which have no
+// namespace, and a rule naming URLs cannot also name resources.
+func validateURLRule(rule rbacv1.PolicyRule, namespaced bool, urlsPath *field.Path) field.ErrorList {
+	var problems []string
+	if namespaced {
+		problems = append(problems, "namespaced rules cannot apply to non-resource URLs")
+	}
+	if len(rule.APIGroups)+len(rule.Resources)+len(rule.ResourceNames) > 0 {
+		problems = append(problems, "rules cannot apply to both regular resources and non-resource URLs")
+	}
+	return invalidEach(urlsPath, rule.NonResourceURLs, problems)
 }
 
 // ValidateRoleBinding validates a role binding on create. It may refer to a Role of its own
@@ -143,18 +171,9 @@ func ValidateClusterRoleBindingUpdate(binding, oldBinding *rbacv1.ClusterRoleBin
 }
 
 func validateRoleRef(ref rbacv1.RoleRef, kinds []string) field.ErrorList {
-	var allErrs field.ErrorList
 	fldPath := field.NewPath("roleRef")
-	if ref.APIGroup != rbacv1.GroupName {
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("apiGroup"), ref.APIGroup, []string{rbacv1.GroupName}))
-	}
-	supported := false
-	for _, k := range kinds {
-		supported = supported || ref.Kind == k
-	}
-	if !supported {
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("kind"), ref.Kind, kinds))
-	}
+	allErrs := oneOf(fldPath.Child("apiGroup"), ref.APIGroup, rbacv1.GroupName)
+	allErrs = append(allErrs, oneOf(fldPath.Child("kind"), ref.Kind, kinds...)...)
 	if ref.Name == "" {
 		return append(allErrs, field.Required(fldPath.Child("name"), ""))
 	}
@@ -176,30 +195,48 @@ func validateSubjects(subjects []rbacv1.Subject, namespaced bool) field.ErrorLis
 	return allErrs
 }
 
-// validateSubject checks one subject. A service account in a role binding may omit its
-// namespace (the binding's is meant); a cluster role binding has none to lend.
-func validateSubject(s rbacv1.Subject, namespaced bool, fldPath *field.Path) field.ErrorList {
+// subjectKind is what a binding may say about one kind of subject.
+type subjectKind struct {
+	kind     string
+	apiGroup string                         // the one group the subject must name
+	name     apivalidation.ValidateNameFunc // nil: any non-empty name
+	// namespaced subjects need a namespace, which a role binding lends them
+	// (its own) and a cluster role binding cannot.
+	namespaced bool
+}
+
+// subjectKinds are the kinds a binding may name, in the order users are told.
+var subjectKinds = []subjectKind{
+	{kind: rbacv1.ServiceAccountKind, apiGroup: "", name: apivalidation.ValidateServiceAccountName, namespaced: true},
+	{kind: rbacv1.UserKind, apiGroup: rbacv1.GroupName},
+	{kind: rbacv1.GroupKind, apiGroup: rbacv1.GroupName},
+}
+
+var subjectKindNames = func() []string {
+	names := make([]string, 0, len(subjectKinds))
+	for _, k := range subjectKinds {
+		names = append(names, k.kind)
+	}
+	return names
+}()
+
+// validateSubject checks one subject against the rules of its kind.
+func validateSubject(s rbacv1.Subject, inNamespace bool, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if s.Name == "" {
 		allErrs = append(allErrs, field.Required(fldPath.Child("name"), ""))
 	}
-	switch s.Kind {
-	case rbacv1.ServiceAccountKind:
-		if s.Name != "" {
-			allErrs = append(allErrs, nameErrors(apivalidation.ValidateServiceAccountName, s.Name, fldPath.Child("name"))...)
-		}
-		if s.APIGroup != "" {
-			allErrs = append(allErrs, field.NotSupported(fldPath.Child("apiGroup"), s.APIGroup, []string{""}))
-		}
-		if !namespaced && s.Namespace == "" {
-			allErrs = append(allErrs, field.Required(fldPath.Child("namespace"), ""))
-		}
-	case rbacv1.UserKind, rbacv1.GroupKind:
-		if s.APIGroup != rbacv1.GroupName {
-			allErrs = append(allErrs, field.NotSupported(fldPath.Child("apiGroup"), s.APIGroup, []string{rbacv1.GroupName}))
-		}
-	default:
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("kind"), s.Kind, []string{rbacv1.ServiceAccountKind, rbacv1.UserKind, rbacv1.GroupKind}))
+	i := slices.IndexFunc(subjectKinds, func(k subjectKind) bool { return k.kind == s.Kind })
+	if i < 0 {
+		return append(allErrs, field.NotSupported(fldPath.Child("kind"), s.Kind, subjectKindNames))
+	}
+	kind := subjectKinds[i]
+	if kind.name != nil && s.Name != "" {
+		allErrs = append(allErrs, nameErrors(kind.name, s.Name, fldPath.Child("name"))...)
+	}
+	allErrs = append(allErrs, oneOf(fldPath.Child("apiGroup"), s.APIGroup, kind.apiGroup)...)
+	if kind.namespaced && !inNamespace && s.Namespace == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("namespace"), ""))
 	}
 	return allErrs
 }

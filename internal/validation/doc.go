@@ -5,11 +5,12 @@
 //
 // Upstream keeps these rules in k8s.io/kubernetes, which idplane deliberately
 // does not import: that module is not meant to be a library, drags in most of
-// the control plane and pins its own dependency graph. idplane therefore owns
-// its own copy of the rules, written against the external v1 types it stores,
-// and aims for the same behaviour as Kubernetes 1.37: the same objects are
-// accepted and rejected, with the same field paths and error types, so that
-// clients see the same 422 Invalid responses.
+// the control plane and pins its own dependency graph. idplane therefore states
+// the rules itself, as small named rules and tables written against the
+// external v1 types it stores, and aims for the same behaviour as Kubernetes
+// 1.37: the same objects are accepted and rejected, with the same field paths,
+// error types and messages, so that clients see the same 422 Invalid
+// responses.
 //
 // Every function expects an object that has already been defaulted and
 // returns a field.ErrorList; an empty list means the object is valid.

@@ -118,7 +118,8 @@ func eachValue(values []string, rule func(string, *field.Path) field.ErrorList, 
 }
 
 // oneOf reports value as unsupported unless it is one of allowed, which the
-// error lists in the order given.
+// error lists in the order given. Unlike validateEnum, an empty value is
+// judged like any other: for some fields "" is the one allowed value.
 func oneOf[T ~string](fldPath *field.Path, value T, allowed ...T) field.ErrorList {
 	if slices.Contains(allowed, value) {
 		return nil

@@ -115,10 +115,8 @@ func validateJSONKey(data map[string][]byte, key string, dataPath *field.Path) f
 	return nil
 }
 
+// validateConfigKey: secret and configmap keys become file names when
+// projected into a volume.
 func validateConfigKey(key string, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for _, msg := range utilvalidation.IsConfigMapKey(key) {
-		allErrs = append(allErrs, field.Invalid(fldPath, key, msg))
-	}
-	return allErrs
+	return invalidEach(fldPath, key, utilvalidation.IsConfigMapKey(key))
 }

@@ -403,3 +403,42 @@ func TestClusterRoleMessages(t *testing.T) {
 		`aggregationRule.clusterRoleSelectors[0].matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`,
 		`aggregationRule.clusterRoleSelectors[0]: Invalid value: {"matchExpressions":[{"key":"tier","operator":"Near"}]}: invalid label selector.`)
 }
+
+// TestSubjectMessages walks the table of subject kinds, in a role binding
+// (which lends its namespace) and in a cluster role binding.
+func TestSubjectMessages(t *testing.T) {
+	tests := []struct {
+		name        string
+		subject     rbacv1.Subject
+		inNamespace bool
+		want        []string
+	}{
+		{name: "user", subject: rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "Alice Smith"}},
+		{name: "group", subject: rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:masters"}},
+		{name: "service account in a role binding", subject: rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "builder"}, inNamespace: true},
+		{name: "service account with namespace", subject: rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "builder", Namespace: "ci"}},
+		{name: "service account without namespace", subject: rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "builder"}, want: []string{
+			"s.namespace: Required value",
+		}},
+		{name: "user without group", subject: rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice"}, want: []string{
+			`s.apiGroup: Unsupported value: "": supported values: "rbac.authorization.k8s.io"`,
+		}},
+		{name: "group without name", subject: rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName}, inNamespace: true, want: []string{
+			"s.name: Required value",
+		}},
+		{name: "service account with group and no name", subject: rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, APIGroup: "v1"}, want: []string{
+			"s.name: Required value",
+			`s.apiGroup: Unsupported value: "v1": supported values: ""`,
+			"s.namespace: Required value",
+		}},
+		{name: "unknown kind, no name", subject: rbacv1.Subject{Kind: "Robot", APIGroup: "x"}, want: []string{
+			"s.name: Required value",
+			`s.kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"`,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			expectMessages(t, validateSubject(tc.subject, tc.inNamespace, field.NewPath("s")), tc.want...)
+		})
+	}
+}

@@ -10,32 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-var supportedPortProtocols = sets.New(corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)
-
-var supportedPullPolicies = sets.New(corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)
-
-// allowedEphemeralContainerFields lists what a debug container may set.
-// Ephemeral containers must not become part of the workload, so anything
-// that would make them one (ports, probes, resources, lifecycle) is out.
-var allowedEphemeralContainerFields = map[string]bool{
-	"Name":                     true,
-	"Image":                    true,
-	"Command":                  true,
-	"Args":                     true,
-	"WorkingDir":               true,
-	"EnvFrom":                  true,
-	"Env":                      true,
-	"VolumeMounts":             true,
-	"VolumeDevices":            true,
-	"TerminationMessagePath":   true,
-	"TerminationMessagePolicy": true,
-	"ImagePullPolicy":          true,
-	"SecurityContext":          true,
-	"Stdin":                    true,
-	"StdinOnce":                true,
-	"TTY":                      true,
-}
-
 // podContext carries what container validation needs from the pod.
 type podContext struct {
 	volumes       map[string]corev1.VolumeSource
@@ -46,154 +20,274 @@ type podContext struct {
 	os            *corev1.PodOS
 }
 
+// containerCheck is one container under validation, in its list.
+type containerCheck struct {
+	ctr  *corev1.Container
+	pc   *podContext
+	path *field.Path
+	// names holds the names taken by the containers checked before this one.
+	names sets.Set[string]
+	// target and targets are a debug container's target and the containers
+	// it may attach to; both are unset for other kinds.
+	target  string
+	targets sets.Set[string]
+}
+
+// containerRule checks one thing a container of some kind must meet.
+type containerRule func(c containerCheck) field.ErrorList
+
+func (c containerCheck) run(rules []containerRule) field.ErrorList {
+	var errs field.ErrorList
+	for _, rule := range rules {
+		errs = append(errs, rule(c)...)
+	}
+	return errs
+}
+
+// Each kind of container follows the common rules and then its own, in the
+// order their errors are reported.
+var (
+	regularContainerRules = []containerRule{
+		validateContainerCommon,
+		uniqueContainerName,
+		lifecycleAndProbesRule,
+		forbidContainerRestartPolicy,
+	}
+	initContainerRules = []containerRule{
+		validateContainerCommon,
+		initRestartPolicyRule,
+		uniqueInitContainerName,
+		// Init containers run one at a time, so host ports only clash
+		// within one.
+		func(c containerCheck) field.ErrorList {
+			return hostPortClashes([]corev1.Container{*c.ctr}, func(int) *field.Path { return c.path })
+		},
+		sidecarOnlyFieldsRule,
+	}
+	ephemeralContainerRules = []containerRule{
+		validateContainerCommon,
+		func(c containerCheck) field.ErrorList {
+			return validateImageWhitespace(c.ctr.Image, c.path.Child("image"))
+		},
+		uniqueContainerName,
+		debugTargetRule,
+		debugFieldsRule,
+		debugSubPathsRule,
+	}
+)
+
 func validateContainers(containers []corev1.Container, pc *podContext, fldPath *field.Path) field.ErrorList {
 	if len(containers) == 0 {
 		return field.ErrorList{field.Required(fldPath, "")}
 	}
-	var allErrs field.ErrorList
-	names := sets.New[string]()
-	for i := range containers {
-		ctr := &containers[i]
-		idxPath := fldPath.Index(i)
-		allErrs = append(allErrs, validateContainerCommon(ctr, pc, idxPath)...)
-		if names.Has(ctr.Name) {
-			allErrs = append(allErrs, field.Duplicate(idxPath.Child("name"), ctr.Name))
-		} else {
-			names.Insert(ctr.Name)
-		}
-		allErrs = append(allErrs, validateLifecycleAndProbes(ctr, pc, idxPath)...)
-		if ctr.RestartPolicy != nil {
-			allErrs = append(allErrs, field.Forbidden(idxPath.Child("restartPolicy"), "may not be set for non-init containers"))
-		}
-	}
-	// Regular containers run side by side, so they share the host ports.
-	return append(allErrs, checkHostPortConflicts(containers, 0, fldPath)...)
+	errs := checkContainerList(containers, sets.New[string](), regularContainerRules, pc, fldPath)
+	// Regular containers run side by side, so they share the host's ports.
+	return append(errs, hostPortClashes(containers, fldPath.Index)...)
 }
 
-// validateInitContainers checks init containers. Only restartable ones
-// (sidecars, restartPolicy Always) run alongside the app and may have
-// lifecycle hooks and probes.
+// validateInitContainers checks init containers, whose names must differ
+// from the regular containers' too.
 func validateInitContainers(initContainers, containers []corev1.Container, pc *podContext, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	names := sets.New[string]()
-	for _, c := range containers {
-		names.Insert(c.Name)
-	}
-	for i := range initContainers {
-		ctr := &initContainers[i]
-		idxPath := fldPath.Index(i)
-		allErrs = append(allErrs, validateContainerCommon(ctr, pc, idxPath)...)
-
-		restartable := false
-		if ctr.RestartPolicy != nil {
-			if *ctr.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-				restartable = true
-			} else {
-				allErrs = append(allErrs, field.NotSupported(idxPath.Child("restartPolicy"), *ctr.RestartPolicy,
-					[]corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}))
-			}
-		}
-		if names.Has(ctr.Name) {
-			allErrs = append(allErrs, field.Duplicate(idxPath.Child("name"), ctr.Name))
-		} else if ctr.Name != "" {
-			names.Insert(ctr.Name)
-		}
-		// Init containers run one at a time, so ports only clash within one.
-		allErrs = append(allErrs, checkHostPortConflicts(initContainers[i:i+1], i, fldPath)...)
-
-		if restartable {
-			allErrs = append(allErrs, validateLifecycleAndProbes(ctr, pc, idxPath)...)
-			continue
-		}
-		const detail = "may not be set for init containers without restartPolicy=Always"
-		if ctr.Lifecycle != nil {
-			allErrs = append(allErrs, field.Forbidden(idxPath.Child("lifecycle"), detail))
-		}
-		if ctr.LivenessProbe != nil {
-			allErrs = append(allErrs, field.Forbidden(idxPath.Child("livenessProbe"), detail))
-		}
-		if ctr.ReadinessProbe != nil {
-			allErrs = append(allErrs, field.Forbidden(idxPath.Child("readinessProbe"), detail))
-		}
-		if ctr.StartupProbe != nil {
-			allErrs = append(allErrs, field.Forbidden(idxPath.Child("startupProbe"), detail))
-		}
-	}
-	return allErrs
+	return checkContainerList(initContainers, containerNames(containers), initContainerRules, pc, fldPath)
 }
 
-// validateEphemeralContainers checks debug containers: common container
-// rules, names unique across all containers, an existing target, and only
-// the fields a debug container may use.
+// validateEphemeralContainers checks debug containers, whose names must
+// differ from every other container's and whose target must be a regular or
+// init container.
 func validateEphemeralContainers(ephemeral []corev1.EphemeralContainer, containers, initContainers []corev1.Container, pc *podContext, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	others := sets.New[string]()
-	for _, c := range containers {
-		others.Insert(c.Name)
-	}
-	for _, c := range initContainers {
-		others.Insert(c.Name)
-	}
-	names := others.Clone()
+	targets := containerNames(containers).Union(containerNames(initContainers))
+	names := targets.Clone()
+	var errs field.ErrorList
 	for i := range ephemeral {
-		ec := &ephemeral[i]
-		idxPath := fldPath.Index(i)
-		ctr := corev1.Container(ec.EphemeralContainerCommon)
-		allErrs = append(allErrs, validateContainerCommon(&ctr, pc, idxPath)...)
-		allErrs = append(allErrs, validateImageWhitespace(ctr.Image, idxPath.Child("image"))...)
-		if names.Has(ec.Name) {
-			allErrs = append(allErrs, field.Duplicate(idxPath.Child("name"), ec.Name))
-		} else {
-			names.Insert(ec.Name)
-		}
-		if ec.TargetContainerName != "" && !others.Has(ec.TargetContainerName) {
-			allErrs = append(allErrs, field.NotFound(idxPath.Child("targetContainerName"), ec.TargetContainerName))
-		}
-		allErrs = append(allErrs, forbidSetFields(ec.EphemeralContainerCommon, allowedEphemeralContainerFields, "cannot be set for an Ephemeral Container", idxPath)...)
-		// Subpaths are bind mounts that outlive the container until the
-		// pod exits, and imply the container is part of the workload.
-		for j, vm := range ec.VolumeMounts {
-			mountPath := idxPath.Child("volumeMounts").Index(j)
-			if vm.SubPath != "" {
-				allErrs = append(allErrs, field.Forbidden(mountPath.Child("subPath"), "cannot be set for an Ephemeral Container"))
-			}
-			if vm.SubPathExpr != "" {
-				allErrs = append(allErrs, field.Forbidden(mountPath.Child("subPathExpr"), "cannot be set for an Ephemeral Container"))
-			}
-		}
+		ctr := corev1.Container(ephemeral[i].EphemeralContainerCommon)
+		c := containerCheck{ctr: &ctr, pc: pc, path: fldPath.Index(i), names: names, target: ephemeral[i].TargetContainerName, targets: targets}
+		errs = append(errs, c.run(ephemeralContainerRules)...)
 	}
-	return allErrs
+	return errs
 }
 
-// validateContainerCommon holds the rules shared by every kind of container.
-func validateContainerCommon(ctr *corev1.Container, pc *podContext, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	namePath := fldPath.Child("name")
-	if ctr.Name == "" {
-		allErrs = append(allErrs, field.Required(namePath, ""))
-	} else {
-		allErrs = append(allErrs, validateDNS1123Label(ctr.Name, namePath)...)
+func checkContainerList(containers []corev1.Container, names sets.Set[string], rules []containerRule, pc *podContext, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range containers {
+		c := containerCheck{ctr: &containers[i], pc: pc, path: fldPath.Index(i), names: names}
+		errs = append(errs, c.run(rules)...)
 	}
-	if ctr.Image == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("image"), ""))
+	return errs
+}
+
+// containerFieldRule is a rule every container follows for one field,
+// reported at that field.
+type containerFieldRule struct {
+	field string
+	check func(ctr *corev1.Container, pc *podContext, fldPath *field.Path) field.ErrorList
+}
+
+var supportedTerminationMessagePolicies = []corev1.TerminationMessagePolicy{
+	corev1.TerminationMessageReadFile,
+	corev1.TerminationMessageFallbackToLogsOnError,
+}
+
+// commonContainerRules hold for every kind of container, in report order.
+var commonContainerRules = []containerFieldRule{
+	{"name", func(ctr *corev1.Container, _ *podContext, p *field.Path) field.ErrorList {
+		return requiredThen(ctr.Name, p, validateDNS1123Label)
+	}},
+	{"image", func(ctr *corev1.Container, _ *podContext, p *field.Path) field.ErrorList {
+		if ctr.Image == "" {
+			return field.ErrorList{field.Required(p, "")}
+		}
+		return nil
+	}},
+	{"terminationMessagePolicy", func(ctr *corev1.Container, _ *podContext, p *field.Path) field.ErrorList {
+		return validateEnum(ctr.TerminationMessagePolicy, supportedTerminationMessagePolicies, p)
+	}},
+	{"ports", func(ctr *corev1.Container, _ *podContext, p *field.Path) field.ErrorList {
+		return validateContainerPorts(ctr.Ports, p)
+	}},
+	{"env", func(ctr *corev1.Container, _ *podContext, p *field.Path) field.ErrorList {
+		return validateEnv(ctr.Env, p)
+	}},
+	{"envFrom", func(ctr *corev1.Container, _ *podContext, p *field.Path) field.ErrorList {
+		return validateEnvFrom(ctr.EnvFrom, p)
+	}},
+	{"volumeMounts", func(ctr *corev1.Container, pc *podContext, p *field.Path) field.ErrorList {
+		return validateVolumeMounts(ctr, pc.volumes, p)
+	}},
+	{"volumeDevices", func(ctr *corev1.Container, pc *podContext, p *field.Path) field.ErrorList {
+		return validateVolumeDevices(ctr, pc.volumes, p)
+	}},
+	{"imagePullPolicy", func(ctr *corev1.Container, _ *podContext, p *field.Path) field.ErrorList {
+		return validatePullPolicy(ctr.ImagePullPolicy, p)
+	}},
+	{"resources", func(ctr *corev1.Container, pc *podContext, p *field.Path) field.ErrorList {
+		return validateResourceRequirements(&ctr.Resources, validateContainerResourceName, pc.claimNames, p)
+	}},
+	{"resizePolicy", func(ctr *corev1.Container, pc *podContext, p *field.Path) field.ErrorList {
+		return validateResizePolicy(ctr.ResizePolicy, pc.restartPolicy, p)
+	}},
+	{"securityContext", func(ctr *corev1.Container, pc *podContext, p *field.Path) field.ErrorList {
+		return validateSecurityContext(ctr.SecurityContext, pc.hostUsers, p)
+	}},
+}
+
+func validateContainerCommon(c containerCheck) field.ErrorList {
+	var errs field.ErrorList
+	for _, rule := range commonContainerRules {
+		errs = append(errs, rule.check(c.ctr, c.pc, c.path.Child(rule.field))...)
 	}
-	switch ctr.TerminationMessagePolicy {
-	case corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError:
-	case "":
-		allErrs = append(allErrs, field.Required(fldPath.Child("terminationMessagePolicy"), ""))
-	default:
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("terminationMessagePolicy"), ctr.TerminationMessagePolicy,
-			[]corev1.TerminationMessagePolicy{corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError}))
+	return errs
+}
+
+func uniqueContainerName(c containerCheck) field.ErrorList {
+	return claimUnique(c.names, c.ctr.Name, c.path.Child("name"))
+}
+
+// uniqueInitContainerName: a nameless init container takes no name, so a
+// second nameless one is reported as nameless only.
+func uniqueInitContainerName(c containerCheck) field.ErrorList {
+	if c.ctr.Name == "" && !c.names.Has("") {
+		return nil
 	}
-	allErrs = append(allErrs, validateContainerPorts(ctr.Ports, fldPath.Child("ports"))...)
-	allErrs = append(allErrs, validateEnv(ctr.Env, fldPath.Child("env"))...)
-	allErrs = append(allErrs, validateEnvFrom(ctr.EnvFrom, fldPath.Child("envFrom"))...)
-	allErrs = append(allErrs, validateVolumeMounts(ctr, pc.volumes, fldPath.Child("volumeMounts"))...)
-	allErrs = append(allErrs, validateVolumeDevices(ctr, pc.volumes, fldPath.Child("volumeDevices"))...)
-	allErrs = append(allErrs, validatePullPolicy(ctr.ImagePullPolicy, fldPath.Child("imagePullPolicy"))...)
-	allErrs = append(allErrs, validateResourceRequirements(&ctr.Resources, validateContainerResourceName, pc.claimNames, fldPath.Child("resources"))...)
-	allErrs = append(allErrs, validateResizePolicy(ctr.ResizePolicy, pc.restartPolicy, fldPath.Child("resizePolicy"))...)
-	return append(allErrs, validateSecurityContext(ctr.SecurityContext, pc.hostUsers, fldPath.Child("securityContext"))...)
+	return uniqueContainerName(c)
+}
+
+func lifecycleAndProbesRule(c containerCheck) field.ErrorList {
+	return validateLifecycleAndProbes(c.ctr, c.pc, c.path)
+}
+
+// forbidContainerRestartPolicy: a regular container restarts as the pod says.
+func forbidContainerRestartPolicy(c containerCheck) field.ErrorList {
+	if c.ctr.RestartPolicy != nil {
+		return field.ErrorList{field.Forbidden(c.path.Child("restartPolicy"), "may not be set for non-init containers")}
+	}
+	return nil
+}
+
+// initRestartPolicyRule: the one restart policy an init container may set
+// is Always, which makes it a sidecar.
+func initRestartPolicyRule(c containerCheck) field.ErrorList {
+	if p := c.ctr.RestartPolicy; p != nil && *p != corev1.ContainerRestartPolicyAlways {
+		return field.ErrorList{field.NotSupported(c.path.Child("restartPolicy"), *p, []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways})}
+	}
+	return nil
+}
+
+func isSidecar(ctr *corev1.Container) bool {
+	return ctr.RestartPolicy != nil && *ctr.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// sidecarOnlyFields serve a container that runs beside the app. A plain init
+// container has finished before the app starts and has no use for them.
+var sidecarOnlyFields = []struct {
+	name string
+	set  func(*corev1.Container) bool
+}{
+	{"lifecycle", func(c *corev1.Container) bool { return c.Lifecycle != nil }},
+	{"livenessProbe", func(c *corev1.Container) bool { return c.LivenessProbe != nil }},
+	{"readinessProbe", func(c *corev1.Container) bool { return c.ReadinessProbe != nil }},
+	{"startupProbe", func(c *corev1.Container) bool { return c.StartupProbe != nil }},
+}
+
+func sidecarOnlyFieldsRule(c containerCheck) field.ErrorList {
+	if isSidecar(c.ctr) {
+		return validateLifecycleAndProbes(c.ctr, c.pc, c.path)
+	}
+	var errs field.ErrorList
+	for _, f := range sidecarOnlyFields {
+		if f.set(c.ctr) {
+			errs = append(errs, field.Forbidden(c.path.Child(f.name), "may not be set for init containers without restartPolicy=Always"))
+		}
+	}
+	return errs
+}
+
+func debugTargetRule(c containerCheck) field.ErrorList {
+	if c.target != "" && !c.targets.Has(c.target) {
+		return field.ErrorList{field.NotFound(c.path.Child("targetContainerName"), c.target)}
+	}
+	return nil
+}
+
+const notForDebugContainers = "cannot be set for an Ephemeral Container"
+
+// debugContainerFields lists what a debug container may set. Debug
+// containers must not become part of the workload, so anything that would
+// make them one (ports, probes, resources, lifecycle) is out; listing what
+// is allowed keeps fields added to the API later out until decided.
+var debugContainerFields = map[string]bool{
+	// What to run.
+	"Name": true, "Image": true, "ImagePullPolicy": true, "Command": true, "Args": true, "WorkingDir": true,
+	// What it sees of the pod.
+	"Env": true, "EnvFrom": true, "VolumeMounts": true, "VolumeDevices": true, "SecurityContext": true,
+	// How it talks to whoever debugs.
+	"Stdin": true, "StdinOnce": true, "TTY": true, "TerminationMessagePath": true, "TerminationMessagePolicy": true,
+}
+
+func debugFieldsRule(c containerCheck) field.ErrorList {
+	return forbidSetFields(corev1.EphemeralContainerCommon(*c.ctr), debugContainerFields, notForDebugContainers, c.path)
+}
+
+// mountSubPathFields: subpaths are bind mounts that outlive the container
+// until the pod exits, and would make a debug container part of the
+// workload.
+var mountSubPathFields = []struct {
+	name  string
+	value func(corev1.VolumeMount) string
+}{
+	{"subPath", func(m corev1.VolumeMount) string { return m.SubPath }},
+	{"subPathExpr", func(m corev1.VolumeMount) string { return m.SubPathExpr }},
+}
+
+func debugSubPathsRule(c containerCheck) field.ErrorList {
+	var errs field.ErrorList
+	for i, m := range c.ctr.VolumeMounts {
+		for _, f := range mountSubPathFields {
+			if f.value(m) != "" {
+				errs = append(errs, field.Forbidden(c.path.Child("volumeMounts").Index(i).Child(f.name), notForDebugContainers))
+			}
+		}
+	}
+	return errs
 }
 
 // validateImageWhitespace applies to pods only: templates historically used
@@ -205,71 +299,88 @@ func validateImageWhitespace(image string, fldPath *field.Path) field.ErrorList 
 	return nil
 }
 
+// supportedPullPolicies, as listed to users.
+var supportedPullPolicies = []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}
+
 func validatePullPolicy(policy corev1.PullPolicy, fldPath *field.Path) field.ErrorList {
-	switch {
-	case policy == "":
-		return field.ErrorList{field.Required(fldPath, "")}
-	case !supportedPullPolicies.Has(policy):
-		return field.ErrorList{field.NotSupported(fldPath, policy, sets.List(supportedPullPolicies))}
-	}
-	return nil
+	return validateEnum(policy, supportedPullPolicies, fldPath)
 }
+
+// supportedPortProtocols, as listed to users.
+var supportedPortProtocols = []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
 
 func validateContainerPorts(ports []corev1.ContainerPort, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
 	names := sets.New[string]()
-	for i, port := range ports {
-		idxPath := fldPath.Index(i)
-		if port.Name != "" {
-			if msgs := utilvalidation.IsValidPortName(port.Name); len(msgs) != 0 {
-				for _, msg := range msgs {
-					allErrs = append(allErrs, field.Invalid(idxPath.Child("name"), port.Name, msg))
-				}
-			} else if names.Has(port.Name) {
-				allErrs = append(allErrs, field.Duplicate(idxPath.Child("name"), port.Name))
-			} else {
-				names.Insert(port.Name)
-			}
-		}
-		if port.ContainerPort == 0 {
-			allErrs = append(allErrs, field.Required(idxPath.Child("containerPort"), ""))
-		} else {
-			for _, msg := range utilvalidation.IsValidPortNum(int(port.ContainerPort)) {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("containerPort"), port.ContainerPort, msg))
-			}
-		}
-		if port.HostPort != 0 {
-			for _, msg := range utilvalidation.IsValidPortNum(int(port.HostPort)) {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("hostPort"), port.HostPort, msg))
-			}
-		}
-		switch {
-		case port.Protocol == "":
-			allErrs = append(allErrs, field.Required(idxPath.Child("protocol"), ""))
-		case !supportedPortProtocols.Has(port.Protocol):
-			allErrs = append(allErrs, field.NotSupported(idxPath.Child("protocol"), port.Protocol, sets.List(supportedPortProtocols)))
-		}
+	var errs field.ErrorList
+	for i := range ports {
+		errs = append(errs, validateContainerPort(&ports[i], names, fldPath.Index(i))...)
 	}
-	return allErrs
+	return errs
 }
 
-// checkHostPortConflicts rejects two ports claiming the same host port,
-// protocol and host IP among containers that run at the same time;
-// containers[0] sits at index first of the list at fldPath.
-func checkHostPortConflicts(containers []corev1.Container, first int, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	seen := sets.New[string]()
-	for ci, ctr := range containers {
-		for pi, port := range ctr.Ports {
+// validateContainerPort checks one port; names holds the valid names of the
+// container's earlier ports, which probes refer to and so must be unique.
+func validateContainerPort(port *corev1.ContainerPort, names sets.Set[string], fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if port.Name != "" {
+		nameErrs := invalidEach(fldPath.Child("name"), port.Name, utilvalidation.IsValidPortName(port.Name))
+		if len(nameErrs) == 0 {
+			nameErrs = claimUnique(names, port.Name, fldPath.Child("name"))
+		}
+		errs = append(errs, nameErrs...)
+	}
+	// The container port is required; a host port of 0 asks for none.
+	if port.ContainerPort == 0 {
+		errs = append(errs, field.Required(fldPath.Child("containerPort"), ""))
+	} else {
+		errs = append(errs, portNumberErrors(port.ContainerPort, fldPath.Child("containerPort"))...)
+	}
+	if port.HostPort != 0 {
+		errs = append(errs, portNumberErrors(port.HostPort, fldPath.Child("hostPort"))...)
+	}
+	return append(errs, validateEnum(port.Protocol, supportedPortProtocols, fldPath.Child("protocol"))...)
+}
+
+func portNumberErrors(n int32, fldPath *field.Path) field.ErrorList {
+	return invalidEach(fldPath, n, utilvalidation.IsValidPortNum(int(n)))
+}
+
+// hostPortClashes reports each port that claims a host port, protocol and
+// host IP an earlier port of containers claimed; pathOf gives the path of
+// the container at an index of containers.
+func hostPortClashes(containers []corev1.Container, pathOf func(int) *field.Path) field.ErrorList {
+	claimed := sets.New[string]()
+	var errs field.ErrorList
+	for ci := range containers {
+		for pi, port := range containers[ci].Ports {
 			if port.HostPort == 0 {
 				continue
 			}
 			key := fmt.Sprintf("%s/%s/%d", port.Protocol, port.HostIP, port.HostPort)
-			if seen.Has(key) {
-				allErrs = append(allErrs, field.Duplicate(fldPath.Index(first+ci).Child("ports").Index(pi).Child("hostPort"), key))
+			if claimed.Has(key) {
+				errs = append(errs, field.Duplicate(pathOf(ci).Child("ports").Index(pi).Child("hostPort"), key))
 			}
-			seen.Insert(key)
+			claimed.Insert(key)
 		}
 	}
-	return allErrs
+	return errs
+}
+
+// claimUnique reports name as a duplicate when names already holds it, and
+// adds it otherwise.
+func claimUnique(names sets.Set[string], name string, fldPath *field.Path) field.ErrorList {
+	if names.Has(name) {
+		return field.ErrorList{field.Duplicate(fldPath, name)}
+	}
+	names.Insert(name)
+	return nil
+}
+
+// requiredThen reports value as required when empty and runs check on it
+// otherwise.
+func requiredThen(value string, fldPath *field.Path, check func(string, *field.Path) field.ErrorList) field.ErrorList {
+	if value == "" {
+		return field.ErrorList{field.Required(fldPath, "")}
+	}
+	return check(value, fldPath)
 }

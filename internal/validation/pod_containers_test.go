@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -388,5 +389,15 @@ func TestValidateEphemeralContainers(t *testing.T) {
 			initContainers := []corev1.Container{validContainer("init")}
 			expectExactErrors(t, validateEphemeralContainers(tc.ephemeral, containers, initContainers, testPodContext(), field.NewPath("ephemeralContainers")), tc.want)
 		})
+	}
+}
+
+// A misspelt entry would quietly forbid the field it meant to allow.
+func TestDebugContainerFieldsExist(t *testing.T) {
+	typ := reflect.TypeOf(corev1.EphemeralContainerCommon{})
+	for name := range debugContainerFields {
+		if _, ok := typ.FieldByName(name); !ok {
+			t.Errorf("debugContainerFields allows %q, which EphemeralContainerCommon does not have", name)
+		}
 	}
 }

@@ -376,11 +376,14 @@ func claimUnique(names sets.Set[string], name string, fldPath *field.Path) field
 	return nil
 }
 
-// requiredThen reports value as required when empty and runs check on it
-// otherwise.
+// requiredThen reports value as required when empty and runs check, if
+// any, on it otherwise.
 func requiredThen(value string, fldPath *field.Path, check func(string, *field.Path) field.ErrorList) field.ErrorList {
-	if value == "" {
+	switch {
+	case value == "":
 		return field.ErrorList{field.Required(fldPath, "")}
+	case check == nil:
+		return nil
 	}
 	return check(value, fldPath)
 }

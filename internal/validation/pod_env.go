@@ -1,130 +1,173 @@
 package validation
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// validateEnv checks environment variables. Since 1.34 names may be any
-// printable ASCII except '=', which is what shells and execve accept.
-func validateEnv(vars []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for i, ev := range vars {
-		idxPath := fldPath.Index(i)
-		if ev.Name == "" {
-			allErrs = append(allErrs, field.Required(idxPath.Child("name"), ""))
-		} else {
-			for _, msg := range utilvalidation.IsRelaxedEnvVarName(ev.Name) {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("name"), ev.Name, msg))
-			}
-		}
-		allErrs = append(allErrs, validateEnvVarValueFrom(ev, idxPath.Child("valueFrom"))...)
-	}
-	return allErrs
+// unionMember is one member of an API struct of which exactly one member is
+// set: its serialized name, whether it is set, and its own checks.
+type unionMember[T any] struct {
+	name  string
+	isSet func(*T) bool
+	check func(v *T, fldPath *field.Path) field.ErrorList
 }
 
-func validateEnvVarValueFrom(ev corev1.EnvVar, fldPath *field.Path) field.ErrorList {
-	from := ev.ValueFrom
-	if from == nil {
+// checkUnion runs the checks of the members set in v, each at its own path,
+// and returns how many are set.
+func checkUnion[T any](v *T, members []unionMember[T], fldPath *field.Path) (int, field.ErrorList) {
+	set := 0
+	var errs field.ErrorList
+	for _, m := range members {
+		if m.isSet(v) {
+			set++
+			errs = append(errs, m.check(v, fldPath.Child(m.name))...)
+		}
+	}
+	return set, errs
+}
+
+// unionCountErrors reports a union with no member set, or with several.
+func unionCountErrors[T any](set int, members []unionMember[T], fldPath *field.Path) field.ErrorList {
+	switch {
+	case set == 0:
+		names := make([]string, len(members))
+		for i, m := range members {
+			names[i] = "`" + m.name + "`"
+		}
+		last := len(names) - 1
+		return field.ErrorList{field.Invalid(fldPath, "", fmt.Sprintf("must specify one of: %s or %s", strings.Join(names[:last], ", "), names[last]))}
+	case set > 1:
+		return field.ErrorList{field.Invalid(fldPath, "", "may not have more than one field specified at a time")}
+	}
+	return nil
+}
+
+// envVarSources are where an environment variable's value may come from.
+var envVarSources = []unionMember[corev1.EnvVarSource]{
+	{
+		name:  "fieldRef",
+		isSet: func(s *corev1.EnvVarSource) bool { return s.FieldRef != nil },
+		check: func(s *corev1.EnvVarSource, p *field.Path) field.ErrorList {
+			return validateObjectFieldSelector(s.FieldRef, validEnvDownwardAPIFieldPaths, p)
+		},
+	},
+	{
+		name:  "resourceFieldRef",
+		isSet: func(s *corev1.EnvVarSource) bool { return s.ResourceFieldRef != nil },
+		check: func(s *corev1.EnvVarSource, p *field.Path) field.ErrorList {
+			return validateResourceFieldSelector(s.ResourceFieldRef, false, p)
+		},
+	},
+	{
+		name:  "configMapKeyRef",
+		isSet: func(s *corev1.EnvVarSource) bool { return s.ConfigMapKeyRef != nil },
+		check: func(s *corev1.EnvVarSource, p *field.Path) field.ErrorList {
+			return validateKeySelector(s.ConfigMapKeyRef.Name, s.ConfigMapKeyRef.Key, p)
+		},
+	},
+	{
+		name:  "secretKeyRef",
+		isSet: func(s *corev1.EnvVarSource) bool { return s.SecretKeyRef != nil },
+		check: func(s *corev1.EnvVarSource, p *field.Path) field.ErrorList {
+			return validateKeySelector(s.SecretKeyRef.Name, s.SecretKeyRef.Key, p)
+		},
+	},
+	{
+		name:  "fileKeyRef",
+		isSet: func(s *corev1.EnvVarSource) bool { return s.FileKeyRef != nil },
+		check: func(s *corev1.EnvVarSource, p *field.Path) field.ErrorList {
+			return validateFileKeySelector(s.FileKeyRef, p)
+		},
+	},
+}
+
+// envFromSources are what a container may import all variables from.
+var envFromSources = []unionMember[corev1.EnvFromSource]{
+	{
+		name:  "configMapRef",
+		isSet: func(s *corev1.EnvFromSource) bool { return s.ConfigMapRef != nil },
+		check: func(s *corev1.EnvFromSource, p *field.Path) field.ErrorList {
+			return validateEnvSourceName(s.ConfigMapRef.Name, p.Child("name"))
+		},
+	},
+	{
+		name:  "secretRef",
+		isSet: func(s *corev1.EnvFromSource) bool { return s.SecretRef != nil },
+		check: func(s *corev1.EnvFromSource, p *field.Path) field.ErrorList {
+			return validateEnvSourceName(s.SecretRef.Name, p.Child("name"))
+		},
+	},
+}
+
+// validateEnvVarName: since 1.34 names may be any printable ASCII except
+// '=', which is what shells and execve accept.
+func validateEnvVarName(name string, fldPath *field.Path) field.ErrorList {
+	return invalidEach(fldPath, name, utilvalidation.IsRelaxedEnvVarName(name))
+}
+
+func validateEnv(vars []corev1.EnvVar, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range vars {
+		idxPath := fldPath.Index(i)
+		errs = append(errs, requiredThen(vars[i].Name, idxPath.Child("name"), validateEnvVarName)...)
+		errs = append(errs, validateEnvVarValueFrom(&vars[i], idxPath.Child("valueFrom"))...)
+	}
+	return errs
+}
+
+// validateEnvVarValueFrom: a variable takes its value from one source, and
+// then has no literal value.
+func validateEnvVarValueFrom(ev *corev1.EnvVar, fldPath *field.Path) field.ErrorList {
+	if ev.ValueFrom == nil {
 		return nil
 	}
-	var allErrs field.ErrorList
-	numSources := 0
-	if from.FieldRef != nil {
-		numSources++
-		allErrs = append(allErrs, validateObjectFieldSelector(from.FieldRef, validEnvDownwardAPIFieldPaths, fldPath.Child("fieldRef"))...)
+	set, errs := checkUnion(ev.ValueFrom, envVarSources, fldPath)
+	if set > 0 && ev.Value != "" {
+		return append(errs, field.Invalid(fldPath, "", "may not be specified when `value` is not empty"))
 	}
-	if from.ResourceFieldRef != nil {
-		numSources++
-		allErrs = append(allErrs, validateResourceFieldSelector(from.ResourceFieldRef, false, fldPath.Child("resourceFieldRef"))...)
-	}
-	if from.ConfigMapKeyRef != nil {
-		numSources++
-		allErrs = append(allErrs, validateKeySelector(from.ConfigMapKeyRef.Name, from.ConfigMapKeyRef.Key, fldPath.Child("configMapKeyRef"))...)
-	}
-	if from.SecretKeyRef != nil {
-		numSources++
-		allErrs = append(allErrs, validateKeySelector(from.SecretKeyRef.Name, from.SecretKeyRef.Key, fldPath.Child("secretKeyRef"))...)
-	}
-	if from.FileKeyRef != nil {
-		numSources++
-		allErrs = append(allErrs, validateFileKeySelector(from.FileKeyRef, fldPath.Child("fileKeyRef"))...)
-	}
-	switch {
-	case numSources == 0:
-		allErrs = append(allErrs, field.Invalid(fldPath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"))
-	case ev.Value != "":
-		allErrs = append(allErrs, field.Invalid(fldPath, "", "may not be specified when `value` is not empty"))
-	case numSources > 1:
-		allErrs = append(allErrs, field.Invalid(fldPath, "", "may not have more than one field specified at a time"))
-	}
-	return allErrs
-}
-
-func validateKeySelector(name, key string, fldPath *field.Path) field.ErrorList {
-	allErrs := nameErrors(apivalidation.NameIsDNSSubdomain, name, fldPath.Child("name"))
-	if key == "" {
-		return append(allErrs, field.Required(fldPath.Child("key"), ""))
-	}
-	return append(allErrs, validateConfigKey(key, fldPath.Child("key"))...)
-}
-
-// validateFileKeySelector checks an env var read from a file that an init
-// container wrote into an emptyDir volume.
-func validateFileKeySelector(s *corev1.FileKeySelector, fldPath *field.Path) field.ErrorList {
-	allErrs := requireString(s.VolumeName, fldPath.Child("volumeName"))
-	if s.Path == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
-	} else {
-		allErrs = append(allErrs, validateLocalNonReservedPath(s.Path, fldPath.Child("path"))...)
-	}
-	if s.Key == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("key"), ""))
-	} else {
-		for _, msg := range utilvalidation.IsRelaxedEnvVarName(s.Key) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("key"), s.Key, msg))
-		}
-	}
-	return allErrs
+	return append(errs, unionCountErrors(set, envVarSources, fldPath)...)
 }
 
 func validateEnvFrom(sources []corev1.EnvFromSource, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for i, src := range sources {
+	var errs field.ErrorList
+	for i := range sources {
 		idxPath := fldPath.Index(i)
-		if src.Prefix != "" {
-			for _, msg := range utilvalidation.IsRelaxedEnvVarName(src.Prefix) {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("prefix"), src.Prefix, msg))
-			}
+		if p := sources[i].Prefix; p != "" {
+			errs = append(errs, validateEnvVarName(p, idxPath.Child("prefix"))...)
 		}
-		numSources := 0
-		if src.ConfigMapRef != nil {
-			numSources++
-			allErrs = append(allErrs, validateEnvSourceName(src.ConfigMapRef.Name, idxPath.Child("configMapRef", "name"))...)
-		}
-		if src.SecretRef != nil {
-			numSources++
-			allErrs = append(allErrs, validateEnvSourceName(src.SecretRef.Name, idxPath.Child("secretRef", "name"))...)
-		}
-		switch {
-		case numSources == 0:
-			allErrs = append(allErrs, field.Invalid(fldPath, "", "must specify one of: `configMapRef` or `secretRef`"))
-		case numSources > 1:
-			allErrs = append(allErrs, field.Invalid(fldPath, "", "may not have more than one field specified at a time"))
-		}
+		set, sourceErrs := checkUnion(&sources[i], envFromSources, idxPath)
+		errs = append(errs, sourceErrs...)
+		// Reported at the list, not at the entry: upstream's path, which
+		// clients may match on.
+		errs = append(errs, unionCountErrors(set, envFromSources, fldPath)...)
 	}
-	return allErrs
+	return errs
 }
 
+// validateKeySelector checks a reference to one key of a ConfigMap or Secret.
+func validateKeySelector(name, key string, fldPath *field.Path) field.ErrorList {
+	errs := nameErrors(apivalidation.NameIsDNSSubdomain, name, fldPath.Child("name"))
+	return append(errs, requiredThen(key, fldPath.Child("key"), validateConfigKey)...)
+}
+
+// validateFileKeySelector checks a variable read from a file that an init
+// container wrote into an emptyDir volume.
+func validateFileKeySelector(s *corev1.FileKeySelector, fldPath *field.Path) field.ErrorList {
+	errs := requiredThen(s.VolumeName, fldPath.Child("volumeName"), nil)
+	errs = append(errs, requiredThen(s.Path, fldPath.Child("path"), validateLocalNonReservedPath)...)
+	return append(errs, requiredThen(s.Key, fldPath.Child("key"), validateEnvVarName)...)
+}
+
+// validateEnvSourceName checks the name as upstream does, as a name prefix:
+// a trailing '-' passes.
 func validateEnvSourceName(name string, fldPath *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(fldPath, "")}
-	}
-	var allErrs field.ErrorList
-	for _, msg := range apivalidation.NameIsDNSSubdomain(name, true) {
-		allErrs = append(allErrs, field.Invalid(fldPath, name, msg))
-	}
-	return allErrs
+	return requiredThen(name, fldPath, func(name string, fldPath *field.Path) field.ErrorList {
+		return invalidEach(fldPath, name, apivalidation.NameIsDNSSubdomain(name, true))
+	})
 }

@@ -2,51 +2,80 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/sets"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-var supportedHTTPSchemes = sets.New(corev1.URISchemeHTTP, corev1.URISchemeHTTPS)
+// supportedHTTPSchemes, as listed to users. A probe's scheme has no empty
+// value: defaulting fills it in.
+var supportedHTTPSchemes = []corev1.URIScheme{corev1.URISchemeHTTP, corev1.URISchemeHTTPS}
+
+// lifecycleHooks are the handlers a container may run around its life.
+var lifecycleHooks = []struct {
+	field string
+	hook  func(*corev1.Lifecycle) *corev1.LifecycleHandler
+}{
+	{"postStart", func(lc *corev1.Lifecycle) *corev1.LifecycleHandler { return lc.PostStart }},
+	{"preStop", func(lc *corev1.Lifecycle) *corev1.LifecycleHandler { return lc.PreStop }},
+}
+
+// probeKind is one of a container's probes: the rules of every probe apply,
+// and then its own.
+type probeKind struct {
+	field string
+	probe func(*corev1.Container) *corev1.Probe
+	own   func(p *corev1.Probe, fldPath *field.Path) field.ErrorList
+}
+
+var containerProbeKinds = []probeKind{
+	{"livenessProbe", func(c *corev1.Container) *corev1.Probe { return c.LivenessProbe }, decidesOnOneSuccess},
+	{"readinessProbe", func(c *corev1.Container) *corev1.Probe { return c.ReadinessProbe }, killsNothing},
+	{"startupProbe", func(c *corev1.Container) *corev1.Probe { return c.StartupProbe }, decidesOnOneSuccess},
+}
+
+// decidesOnOneSuccess: a liveness or startup probe passes on its first
+// success; asking for more would only delay what it decides.
+func decidesOnOneSuccess(p *corev1.Probe, fldPath *field.Path) field.ErrorList {
+	if p.SuccessThreshold != 1 {
+		return field.ErrorList{field.Invalid(fldPath.Child("successThreshold"), p.SuccessThreshold, "must be 1")}
+	}
+	return nil
+}
+
+// killsNothing: a failing readiness probe takes the container out of
+// service without killing it, so a grace period has nothing to apply to.
+func killsNothing(p *corev1.Probe, fldPath *field.Path) field.ErrorList {
+	if p.TerminationGracePeriodSeconds != nil {
+		return field.ErrorList{field.Invalid(fldPath.Child("terminationGracePeriodSeconds"), *p.TerminationGracePeriodSeconds, "must not be set for readinessProbes")}
+	}
+	return nil
+}
 
 func validateLifecycleAndProbes(ctr *corev1.Container, pc *podContext, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
+	var errs field.ErrorList
 	if lc := ctr.Lifecycle; lc != nil {
-		if lc.PostStart != nil {
-			allErrs = append(allErrs, validateHandler(lifecycleHandler(lc.PostStart), pc.gracePeriod, fldPath.Child("lifecycle", "postStart"))...)
-		}
-		if lc.PreStop != nil {
-			allErrs = append(allErrs, validateHandler(lifecycleHandler(lc.PreStop), pc.gracePeriod, fldPath.Child("lifecycle", "preStop"))...)
+		lcPath := fldPath.Child("lifecycle")
+		for _, h := range lifecycleHooks {
+			if hook := h.hook(lc); hook != nil {
+				errs = append(errs, validateHandler(lifecycleHandler(hook), pc.gracePeriod, lcPath.Child(h.field))...)
+			}
 		}
 		if lc.StopSignal != nil {
-			allErrs = append(allErrs, validateStopSignal(*lc.StopSignal, pc.os, fldPath.Child("lifecycle", "stopSignal"))...)
+			errs = append(errs, validateStopSignal(*lc.StopSignal, pc.os, lcPath.Child("stopSignal"))...)
 		}
 	}
-	if p := ctr.LivenessProbe; p != nil {
-		probePath := fldPath.Child("livenessProbe")
-		allErrs = append(allErrs, validateProbe(p, pc.gracePeriod, probePath)...)
-		if p.SuccessThreshold != 1 {
-			allErrs = append(allErrs, field.Invalid(probePath.Child("successThreshold"), p.SuccessThreshold, "must be 1"))
+	for _, kind := range containerProbeKinds {
+		if p := kind.probe(ctr); p != nil {
+			probePath := fldPath.Child(kind.field)
+			errs = append(errs, validateProbe(p, pc.gracePeriod, probePath)...)
+			errs = append(errs, kind.own(p, probePath)...)
 		}
 	}
-	if p := ctr.ReadinessProbe; p != nil {
-		probePath := fldPath.Child("readinessProbe")
-		allErrs = append(allErrs, validateProbe(p, pc.gracePeriod, probePath)...)
-		if p.TerminationGracePeriodSeconds != nil {
-			allErrs = append(allErrs, field.Invalid(probePath.Child("terminationGracePeriodSeconds"), *p.TerminationGracePeriodSeconds, "must not be set for readinessProbes"))
-		}
-	}
-	if p := ctr.StartupProbe; p != nil {
-		probePath := fldPath.Child("startupProbe")
-		allErrs = append(allErrs, validateProbe(p, pc.gracePeriod, probePath)...)
-		if p.SuccessThreshold != 1 {
-			allErrs = append(allErrs, field.Invalid(probePath.Child("successThreshold"), p.SuccessThreshold, "must be 1"))
-		}
-	}
-	return allErrs
+	return errs
 }
 
 // handler is the union of probe and lifecycle actions.
@@ -62,18 +91,29 @@ func lifecycleHandler(h *corev1.LifecycleHandler) handler {
 	return handler{exec: h.Exec, httpGet: h.HTTPGet, tcpSocket: h.TCPSocket, sleep: h.Sleep}
 }
 
+// probeCounts are a probe's timings and thresholds; none may be negative.
+var probeCounts = []struct {
+	field string
+	value func(*corev1.Probe) int32
+}{
+	{"initialDelaySeconds", func(p *corev1.Probe) int32 { return p.InitialDelaySeconds }},
+	{"timeoutSeconds", func(p *corev1.Probe) int32 { return p.TimeoutSeconds }},
+	{"periodSeconds", func(p *corev1.Probe) int32 { return p.PeriodSeconds }},
+	{"successThreshold", func(p *corev1.Probe) int32 { return p.SuccessThreshold }},
+	{"failureThreshold", func(p *corev1.Probe) int32 { return p.FailureThreshold }},
+}
+
 func validateProbe(p *corev1.Probe, gracePeriod *int64, fldPath *field.Path) field.ErrorList {
 	h := handler{exec: p.Exec, httpGet: p.HTTPGet, tcpSocket: p.TCPSocket, grpc: p.GRPC}
-	allErrs := validateHandler(h, gracePeriod, fldPath)
-	allErrs = append(allErrs, validateNonnegative(int64(p.InitialDelaySeconds), fldPath.Child("initialDelaySeconds"))...)
-	allErrs = append(allErrs, validateNonnegative(int64(p.TimeoutSeconds), fldPath.Child("timeoutSeconds"))...)
-	allErrs = append(allErrs, validateNonnegative(int64(p.PeriodSeconds), fldPath.Child("periodSeconds"))...)
-	allErrs = append(allErrs, validateNonnegative(int64(p.SuccessThreshold), fldPath.Child("successThreshold"))...)
-	allErrs = append(allErrs, validateNonnegative(int64(p.FailureThreshold), fldPath.Child("failureThreshold"))...)
-	if p.TerminationGracePeriodSeconds != nil && *p.TerminationGracePeriodSeconds <= 0 {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("terminationGracePeriodSeconds"), *p.TerminationGracePeriodSeconds, "must be greater than 0"))
+	errs := validateHandler(h, gracePeriod, fldPath)
+	for _, c := range probeCounts {
+		errs = append(errs, validateNonnegative(int64(c.value(p)), fldPath.Child(c.field))...)
 	}
-	return allErrs
+	// The probe's own grace period overrides the pod's when it kills.
+	if g := p.TerminationGracePeriodSeconds; g != nil && *g <= 0 {
+		errs = append(errs, field.Invalid(fldPath.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
+	}
+	return errs
 }
 
 func validateHandler(h handler, gracePeriod *int64, fldPath *field.Path) field.ErrorList {
@@ -111,29 +151,22 @@ func validateHandler(h handler, gracePeriod *int64, fldPath *field.Path) field.E
 }
 
 func validateHTTPGetAction(h *corev1.HTTPGetAction, fldPath *field.Path) field.ErrorList {
-	allErrs := requireString(h.Path, fldPath.Child("path"))
-	allErrs = append(allErrs, validatePortNumOrName(h.Port, fldPath.Child("port"))...)
-	if !supportedHTTPSchemes.Has(h.Scheme) {
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("scheme"), h.Scheme, sets.List(supportedHTTPSchemes)))
+	errs := requiredThen(h.Path, fldPath.Child("path"), nil)
+	errs = append(errs, validatePortNumOrName(h.Port, fldPath.Child("port"))...)
+	if !slices.Contains(supportedHTTPSchemes, h.Scheme) {
+		errs = append(errs, field.NotSupported(fldPath.Child("scheme"), h.Scheme, supportedHTTPSchemes))
 	}
 	for _, header := range h.HTTPHeaders {
-		for _, msg := range utilvalidation.IsHTTPHeaderName(header.Name) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("httpHeaders"), header.Name, msg))
-		}
+		errs = append(errs, invalidEach(fldPath.Child("httpHeaders"), header.Name, utilvalidation.IsHTTPHeaderName(header.Name))...)
 	}
-	return allErrs
+	return errs
 }
 
+// validatePortNumOrName: a probe names its port by number, or by the name
+// of one of the container's ports.
 func validatePortNumOrName(port intstr.IntOrString, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
 	if port.Type == intstr.String {
-		for _, msg := range utilvalidation.IsValidPortName(port.StrVal) {
-			allErrs = append(allErrs, field.Invalid(fldPath, port.StrVal, msg))
-		}
-		return allErrs
+		return invalidEach(fldPath, port.StrVal, utilvalidation.IsValidPortName(port.StrVal))
 	}
-	for _, msg := range utilvalidation.IsValidPortNum(port.IntValue()) {
-		allErrs = append(allErrs, field.Invalid(fldPath, port.IntValue(), msg))
-	}
-	return allErrs
+	return invalidEach(fldPath, port.IntValue(), utilvalidation.IsValidPortNum(port.IntValue()))
 }

@@ -267,17 +267,9 @@ func debugFieldsRule(c containerCheck) field.ErrorList {
 	return forbidSetFields(corev1.EphemeralContainerCommon(*c.ctr), debugContainerFields, notForDebugContainers, c.path)
 }
 
-// mountSubPathFields: subpaths are bind mounts that outlive the container
+// debugSubPathsRule: subpaths are bind mounts that outlive the container
 // until the pod exits, and would make a debug container part of the
 // workload.
-var mountSubPathFields = []struct {
-	name  string
-	value func(corev1.VolumeMount) string
-}{
-	{"subPath", func(m corev1.VolumeMount) string { return m.SubPath }},
-	{"subPathExpr", func(m corev1.VolumeMount) string { return m.SubPathExpr }},
-}
-
 func debugSubPathsRule(c containerCheck) field.ErrorList {
 	var errs field.ErrorList
 	for i, m := range c.ctr.VolumeMounts {

@@ -18,58 +18,123 @@ var supportedRecursiveReadOnly = sets.New(
 	corev1.RecursiveReadOnlyEnabled,
 )
 
+// mountSubPathFields are the two ways a mount names a path below its
+// volume's root: literally, or with $(VAR) expanded from the environment.
+var mountSubPathFields = []struct {
+	name  string
+	value func(corev1.VolumeMount) string
+}{
+	{"subPath", func(m corev1.VolumeMount) string { return m.SubPath }},
+	{"subPathExpr", func(m corev1.VolumeMount) string { return m.SubPathExpr }},
+}
+
+// mountCheck is one volume mount of a container under validation.
+type mountCheck struct {
+	m   *corev1.VolumeMount
+	ctr *corev1.Container
+	// vol is the pod's volume the mount names, nil if there is none.
+	vol *corev1.VolumeSource
+	// devices maps the container's block devices to their paths.
+	devices map[string]string
+	// mountPoints holds the mount paths of the container's earlier mounts.
+	mountPoints sets.Set[string]
+	path        *field.Path
+}
+
+// volumeMountRules are the rules of one volume mount, in report order.
+var volumeMountRules = []func(c mountCheck) field.ErrorList{
+	mountedVolumeRule,
+	mountPointRule,
+	notAlsoADeviceRule,
+	mountSubPathRule,
+	func(c mountCheck) field.ErrorList {
+		return validateMountPropagation(c.m.MountPropagation, c.ctr, c.path.Child("mountPropagation"))
+	},
+	func(c mountCheck) field.ErrorList {
+		return validateRecursiveReadOnly(*c.m, c.path.Child("recursiveReadOnly"))
+	},
+}
+
 func validateVolumeMounts(ctr *corev1.Container, volumes map[string]corev1.VolumeSource, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
 	devices := map[string]string{}
 	for _, d := range ctr.VolumeDevices {
 		devices[d.Name] = d.DevicePath
 	}
-	mountPoints := sets.New[string]()
-	for i, mnt := range ctr.VolumeMounts {
-		idxPath := fldPath.Index(i)
-		if mnt.Name == "" {
-			allErrs = append(allErrs, field.Required(idxPath.Child("name"), ""))
+	c := mountCheck{ctr: ctr, devices: devices, mountPoints: sets.New[string]()}
+	var errs field.ErrorList
+	for i := range ctr.VolumeMounts {
+		c.m, c.path, c.vol = &ctr.VolumeMounts[i], fldPath.Index(i), nil
+		if vol, ok := volumes[c.m.Name]; ok {
+			c.vol = &vol
 		}
-		vol, found := volumes[mnt.Name]
-		if !found {
-			allErrs = append(allErrs, field.NotFound(idxPath.Child("name"), mnt.Name))
+		for _, rule := range volumeMountRules {
+			errs = append(errs, rule(c)...)
 		}
-		if mnt.MountPath == "" {
-			allErrs = append(allErrs, field.Required(idxPath.Child("mountPath"), ""))
-		}
-		if mountPoints.Has(mnt.MountPath) {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("mountPath"), mnt.MountPath, "must be unique"))
-		}
-		mountPoints.Insert(mnt.MountPath)
-		if _, ok := devices[mnt.Name]; ok {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("name"), mnt.Name, "must not already exist in volumeDevices"))
-		}
-		for _, devicePath := range devices {
-			if devicePath == mnt.MountPath {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("mountPath"), mnt.MountPath, "must not already exist as a path in volumeDevices"))
-			}
-		}
-		if found && vol.Image != nil {
-			if mnt.SubPath != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPath"), mnt.SubPath, "not allowed in image volume sources"))
-			}
-			if mnt.SubPathExpr != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPathExpr"), mnt.SubPathExpr, "not allowed in image volume sources"))
-			}
-		}
-		if mnt.SubPath != "" {
-			allErrs = append(allErrs, validateLocalDescendingPath(mnt.SubPath, idxPath.Child("subPath"))...)
-		}
-		if mnt.SubPathExpr != "" {
-			if mnt.SubPath != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("subPathExpr"), mnt.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
-			}
-			allErrs = append(allErrs, validateLocalDescendingPath(mnt.SubPathExpr, idxPath.Child("subPathExpr"))...)
-		}
-		allErrs = append(allErrs, validateMountPropagation(mnt.MountPropagation, ctr, idxPath.Child("mountPropagation"))...)
-		allErrs = append(allErrs, validateRecursiveReadOnly(mnt, idxPath.Child("recursiveReadOnly"))...)
 	}
-	return allErrs
+	return errs
+}
+
+func mountedVolumeRule(c mountCheck) field.ErrorList {
+	var errs field.ErrorList
+	if c.m.Name == "" {
+		errs = append(errs, field.Required(c.path.Child("name"), ""))
+	}
+	if c.vol == nil {
+		errs = append(errs, field.NotFound(c.path.Child("name"), c.m.Name))
+	}
+	return errs
+}
+
+func mountPointRule(c mountCheck) field.ErrorList {
+	var errs field.ErrorList
+	if c.m.MountPath == "" {
+		errs = append(errs, field.Required(c.path.Child("mountPath"), ""))
+	}
+	if c.mountPoints.Has(c.m.MountPath) {
+		errs = append(errs, field.Invalid(c.path.Child("mountPath"), c.m.MountPath, "must be unique"))
+	}
+	c.mountPoints.Insert(c.m.MountPath)
+	return errs
+}
+
+// notAlsoADeviceRule: a volume is either mounted or attached as a block
+// device, and a path holds one or the other.
+func notAlsoADeviceRule(c mountCheck) field.ErrorList {
+	var errs field.ErrorList
+	if _, ok := c.devices[c.m.Name]; ok {
+		errs = append(errs, field.Invalid(c.path.Child("name"), c.m.Name, "must not already exist in volumeDevices"))
+	}
+	for _, devicePath := range c.devices {
+		if devicePath == c.m.MountPath {
+			errs = append(errs, field.Invalid(c.path.Child("mountPath"), c.m.MountPath, "must not already exist as a path in volumeDevices"))
+		}
+	}
+	return errs
+}
+
+// mountSubPathRule: an image volume is mounted whole; any other takes one
+// sub path, literal or expanded, below its root.
+func mountSubPathRule(c mountCheck) field.ErrorList {
+	var errs field.ErrorList
+	if c.vol != nil && c.vol.Image != nil {
+		for _, f := range mountSubPathFields {
+			if v := f.value(*c.m); v != "" {
+				errs = append(errs, field.Invalid(c.path.Child(f.name), v, "not allowed in image volume sources"))
+			}
+		}
+	}
+	set := 0
+	for _, f := range mountSubPathFields {
+		v := f.value(*c.m)
+		if v == "" {
+			continue
+		}
+		if set++; set > 1 {
+			errs = append(errs, field.Invalid(c.path.Child(f.name), v, "subPathExpr and subPath are mutually exclusive"))
+		}
+		errs = append(errs, validateLocalDescendingPath(v, c.path.Child(f.name))...)
+	}
+	return errs
 }
 
 // validateMountPropagation only lets privileged containers propagate mounts

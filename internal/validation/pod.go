@@ -44,19 +44,28 @@ var systemPodConditions = sets.New(
 	corev1.PodInitialized,
 )
 
+// forbiddenOnCreate are what a new pod may not have.
+var forbiddenOnCreate = []struct {
+	field  string
+	has    func(*corev1.PodSpec) bool
+	detail string
+}{
+	// Debug containers join running pods through their own subresource.
+	{"ephemeralContainers", func(s *corev1.PodSpec) bool { return len(s.EphemeralContainers) > 0 }, "cannot be set on create"},
+	// A gated pod is not ready to be scheduled, let alone bound.
+	{"nodeName", func(s *corev1.PodSpec) bool { return s.NodeName != "" && len(s.SchedulingGates) != 0 }, "cannot be set until all schedulingGates have been cleared"},
+}
+
 // ValidatePod validates a pod on create.
 func ValidatePod(p *corev1.Pod) field.ErrorList {
-	allErrs := validatePodMetadataAndSpec(p)
+	errs := validatePodMetadataAndSpec(p)
 	specPath := field.NewPath("spec")
-	// Debug containers are added to running pods through their own
-	// subresource, never at creation.
-	if len(p.Spec.EphemeralContainers) > 0 {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("ephemeralContainers"), "cannot be set on create"))
+	for _, f := range forbiddenOnCreate {
+		if f.has(&p.Spec) {
+			errs = append(errs, field.Forbidden(specPath.Child(f.field), f.detail))
+		}
 	}
-	if p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) != 0 {
-		allErrs = append(allErrs, field.Forbidden(specPath.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
-	}
-	return allErrs
+	return errs
 }
 
 // ValidatePodUpdate validates an update of a pod. A pod's spec is fixed once
@@ -81,19 +90,10 @@ func ValidatePodUpdate(newP, oldP *corev1.Pod) field.ErrorList {
 		return allErrs
 	}
 
-	// activeDeadlineSeconds may be set, or lowered, but never raised or
-	// cleared: it is a promise to the cluster about how long the pod runs.
-	deadlinePath := specPath.Child("activeDeadlineSeconds")
-	if newP.Spec.ActiveDeadlineSeconds != nil {
-		v := *newP.Spec.ActiveDeadlineSeconds
-		if v < 0 || v > math.MaxInt32 {
-			return append(allErrs, field.Invalid(deadlinePath, v, utilvalidation.InclusiveRangeError(0, math.MaxInt32)))
-		}
-		if oldP.Spec.ActiveDeadlineSeconds != nil && *oldP.Spec.ActiveDeadlineSeconds < v {
-			return append(allErrs, field.Invalid(deadlinePath, v, "must be less than or equal to previous value"))
-		}
-	} else if oldP.Spec.ActiveDeadlineSeconds != nil {
-		allErrs = append(allErrs, field.Invalid(deadlinePath, newP.Spec.ActiveDeadlineSeconds, "must not update from a positive integer to nil value"))
+	errs, stop = validateDeadlineUpdate(newP.Spec.ActiveDeadlineSeconds, oldP.Spec.ActiveDeadlineSeconds, specPath.Child("activeDeadlineSeconds"))
+	allErrs = append(allErrs, errs...)
+	if stop {
+		return allErrs
 	}
 
 	allErrs = append(allErrs, validateOnlyAddedTolerations(newP.Spec.Tolerations, oldP.Spec.Tolerations, specPath.Child("tolerations"))...)
@@ -125,6 +125,24 @@ func ValidatePodUpdate(newP, oldP *corev1.Pod) field.ErrorList {
 			fmt.Sprintf("pod updates may not change fields other than %s\n%v", strings.Join(updatablePodSpecFields, ","), diff)))
 	}
 	return allErrs
+}
+
+// validateDeadlineUpdate: activeDeadlineSeconds may be set, or lowered, but
+// never raised or cleared: it is a promise to the cluster about how long the
+// pod runs. stop says the rest of the update goes unchecked, as upstream has
+// it after a refused deadline.
+func validateDeadlineUpdate(cur, old *int64, fldPath *field.Path) (errs field.ErrorList, stop bool) {
+	switch {
+	case cur == nil && old != nil:
+		return field.ErrorList{field.Invalid(fldPath, cur, "must not update from a positive integer to nil value")}, false
+	case cur == nil:
+		return nil, false
+	case *cur < 0 || *cur > math.MaxInt32:
+		return field.ErrorList{field.Invalid(fldPath, *cur, utilvalidation.InclusiveRangeError(0, math.MaxInt32))}, true
+	case old != nil && *cur > *old:
+		return field.ErrorList{field.Invalid(fldPath, *cur, "must be less than or equal to previous value")}, true
+	}
+	return nil, false
 }
 
 // ValidatePodStatusUpdate validates a write to the status subresource. The
@@ -291,35 +309,41 @@ func validateSeccompAnnotationValue(p string, fldPath *field.Path) field.ErrorLi
 	return field.ErrorList{field.Invalid(fldPath, p, "must be a valid seccomp profile")}
 }
 
-// validatePodAnnotationUpdates refuses to turn a pod into a mirror pod or
-// back (the kubelet alone creates mirror pods) and freezes the legacy
-// AppArmor annotations, which the kubelet only reads at start.
+// frozenPodAnnotations may be neither added nor changed nor removed once a
+// pod exists: the kubelet alone creates mirror pods, and reads the legacy
+// AppArmor annotations only when a container starts.
+var frozenPodAnnotations = []struct {
+	key, prefix string // the annotation, or the prefix of a family of them
+	what        string
+}{
+	{prefix: corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix, what: "AppArmor annotations"},
+	{key: corev1.MirrorPodAnnotationKey, what: "mirror pod annotation"},
+}
+
 func validatePodAnnotationUpdates(newP, oldP *corev1.Pod) field.ErrorList {
-	var allErrs field.ErrorList
 	fldPath := field.NewPath("metadata", "annotations")
+	var errs field.ErrorList
 	for k, oldV := range oldP.Annotations {
-		if newV, ok := newP.Annotations[k]; ok && newV == oldV {
-			continue
-		}
-		if strings.HasPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "may not remove or update AppArmor annotations"))
-		}
-		if k == corev1.MirrorPodAnnotationKey {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "may not remove or update mirror pod annotation"))
+		if newV, kept := newP.Annotations[k]; !kept || newV != oldV {
+			errs = append(errs, frozenAnnotationErrors(k, "may not remove or update", fldPath)...)
 		}
 	}
 	for k := range newP.Annotations {
-		if _, ok := oldP.Annotations[k]; ok {
-			continue
-		}
-		if strings.HasPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "may not add AppArmor annotations"))
-		}
-		if k == corev1.MirrorPodAnnotationKey {
-			allErrs = append(allErrs, field.Forbidden(fldPath.Key(k), "may not add mirror pod annotation"))
+		if _, existed := oldP.Annotations[k]; !existed {
+			errs = append(errs, frozenAnnotationErrors(k, "may not add", fldPath)...)
 		}
 	}
-	return allErrs
+	return errs
+}
+
+func frozenAnnotationErrors(key, refusal string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, a := range frozenPodAnnotations {
+		if key == a.key || (a.prefix != "" && strings.HasPrefix(key, a.prefix)) {
+			errs = append(errs, field.Forbidden(fldPath.Key(key), refusal+" "+a.what))
+		}
+	}
+	return errs
 }
 
 func specHasContainer(spec *corev1.PodSpec, name string) bool {
@@ -426,32 +450,35 @@ func validateContainerStatusNames(statuses []corev1.ContainerStatus, names sets.
 
 // validateContainerStateTransition forbids reviving terminated containers
 // that the pod's restart policy says stay dead; restartable init containers
-// (sidecars) always restart.
+// (sidecars) always restart. Each status reporting such a container running
+// again is an error of its old status.
 func validateContainerStateTransition(newSs, oldSs []corev1.ContainerStatus, policy corev1.RestartPolicy, initContainers []corev1.Container, fldPath *field.Path) field.ErrorList {
 	if policy == corev1.RestartPolicyAlways {
 		return nil
 	}
-	sidecars := sets.New[string]()
-	for _, c := range initContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sidecars.Insert(c.Name)
+	mayRestart := sets.New[string]()
+	for i := range initContainers {
+		if isSidecar(&initContainers[i]) {
+			mayRestart.Insert(initContainers[i].Name)
 		}
 	}
-	var allErrs field.ErrorList
+	revived := map[string]int{}
+	for _, s := range newSs {
+		if s.State.Terminated == nil {
+			revived[s.Name]++
+		}
+	}
+	var errs field.ErrorList
 	for i, old := range oldSs {
-		if old.State.Terminated == nil || sidecars.Has(old.Name) {
+		ended := old.State.Terminated
+		if ended == nil || mayRestart.Has(old.Name) || (ended.ExitCode != 0 && policy == corev1.RestartPolicyOnFailure) {
 			continue
 		}
-		if old.State.Terminated.ExitCode != 0 && policy == corev1.RestartPolicyOnFailure {
-			continue
-		}
-		for _, cur := range newSs {
-			if cur.Name == old.Name && cur.State.Terminated == nil {
-				allErrs = append(allErrs, field.Forbidden(fldPath.Index(i).Child("state"), "may not be transitioned to non-terminated state"))
-			}
+		for range revived[old.Name] {
+			errs = append(errs, field.Forbidden(fldPath.Index(i).Child("state"), "may not be transitioned to non-terminated state"))
 		}
 	}
-	return allErrs
+	return errs
 }
 
 func validateResourceClaimStatuses(statuses []corev1.PodResourceClaimStatus, claims []corev1.PodResourceClaim, fldPath *field.Path) field.ErrorList {

@@ -68,59 +68,98 @@ func ValidatePod(p *corev1.Pod) field.ErrorList {
 	return errs
 }
 
+// specAllowance is a change of a pod's spec that an update may make: check
+// reports what is wrong with the change (stop ends the update's checks there)
+// and undo takes the change back on rest, a copy of the new spec, so that what
+// remains can be compared with the old spec.
+type specAllowance struct {
+	check func(cur, old *corev1.PodSpec, specPath *field.Path) (errs field.ErrorList, stop bool)
+	undo  func(rest, old *corev1.PodSpec)
+}
+
+// podSpecAllowances are the changes upstream allows, in the order they are
+// checked: container images, a shorter active deadline, added tolerations
+// (existing ones may only change tolerationSeconds), removed scheduling gates
+// and, while the pod is still gated, added node selector entries.
+var podSpecAllowances = []specAllowance{
+	{
+		check: func(cur, old *corev1.PodSpec, specPath *field.Path) (field.ErrorList, bool) {
+			return validateContainerUpdates(cur.Containers, old.Containers, specPath.Child("containers"))
+		},
+		undo: func(rest, old *corev1.PodSpec) {
+			for i := range rest.Containers {
+				rest.Containers[i].Image = old.Containers[i].Image
+			}
+		},
+	},
+	{
+		check: func(cur, old *corev1.PodSpec, specPath *field.Path) (field.ErrorList, bool) {
+			return validateContainerUpdates(cur.InitContainers, old.InitContainers, specPath.Child("initContainers"))
+		},
+		undo: func(rest, old *corev1.PodSpec) {
+			for i := range rest.InitContainers {
+				rest.InitContainers[i].Image = old.InitContainers[i].Image
+			}
+		},
+	},
+	{
+		check: func(cur, old *corev1.PodSpec, specPath *field.Path) (field.ErrorList, bool) {
+			return validateDeadlineUpdate(cur.ActiveDeadlineSeconds, old.ActiveDeadlineSeconds, specPath.Child("activeDeadlineSeconds"))
+		},
+		undo: func(rest, old *corev1.PodSpec) { rest.ActiveDeadlineSeconds = old.ActiveDeadlineSeconds },
+	},
+	{
+		check: func(cur, old *corev1.PodSpec, specPath *field.Path) (field.ErrorList, bool) {
+			return validateOnlyAddedTolerations(cur.Tolerations, old.Tolerations, specPath.Child("tolerations")), false
+		},
+		undo: func(rest, old *corev1.PodSpec) { rest.Tolerations = old.Tolerations },
+	},
+	{
+		check: func(cur, old *corev1.PodSpec, specPath *field.Path) (field.ErrorList, bool) {
+			return validateOnlyDeletedSchedulingGates(cur.SchedulingGates, old.SchedulingGates, specPath.Child("schedulingGates")), false
+		},
+		undo: func(rest, old *corev1.PodSpec) { rest.SchedulingGates = old.SchedulingGates },
+	},
+	{
+		// A gated pod has not been scheduled yet, so constraining it
+		// further is harmless.
+		check: func(cur, old *corev1.PodSpec, specPath *field.Path) (field.ErrorList, bool) {
+			if len(old.SchedulingGates) == 0 || apiequality.Semantic.DeepEqual(cur.NodeSelector, old.NodeSelector) {
+				return nil, false
+			}
+			return validateNodeSelectorAdditions(cur.NodeSelector, old.NodeSelector, specPath.Child("nodeSelector")), false
+		},
+		undo: func(rest, old *corev1.PodSpec) {
+			if len(old.SchedulingGates) > 0 {
+				rest.NodeSelector = old.NodeSelector
+			}
+		},
+	},
+}
+
 // ValidatePodUpdate validates an update of a pod. A pod's spec is fixed once
-// created, apart from the mutations upstream allows: container images, a
-// shorter active deadline, added tolerations (existing ones may only change
-// tolerationSeconds), removed scheduling gates and, while the pod is still
-// gated, added node selector entries.
+// created, apart from the changes in podSpecAllowances.
 func ValidatePodUpdate(newP, oldP *corev1.Pod) field.ErrorList {
 	allErrs := validateObjectMetaUpdate(&newP.ObjectMeta, &oldP.ObjectMeta, field.NewPath("metadata"))
 	allErrs = append(allErrs, validatePodMetadataAndSpec(newP)...)
 	allErrs = append(allErrs, validatePodAnnotationUpdates(newP, oldP)...)
 	specPath := field.NewPath("spec")
-
-	errs, stop := validateContainerUpdates(newP.Spec.Containers, oldP.Spec.Containers, specPath.Child("containers"))
-	allErrs = append(allErrs, errs...)
-	if stop {
-		return allErrs
+	for _, a := range podSpecAllowances {
+		errs, stop := a.check(&newP.Spec, &oldP.Spec, specPath)
+		allErrs = append(allErrs, errs...)
+		if stop {
+			return allErrs
+		}
 	}
-	errs, stop = validateContainerUpdates(newP.Spec.InitContainers, oldP.Spec.InitContainers, specPath.Child("initContainers"))
-	allErrs = append(allErrs, errs...)
-	if stop {
-		return allErrs
-	}
-
-	errs, stop = validateDeadlineUpdate(newP.Spec.ActiveDeadlineSeconds, oldP.Spec.ActiveDeadlineSeconds, specPath.Child("activeDeadlineSeconds"))
-	allErrs = append(allErrs, errs...)
-	if stop {
-		return allErrs
-	}
-
-	allErrs = append(allErrs, validateOnlyAddedTolerations(newP.Spec.Tolerations, oldP.Spec.Tolerations, specPath.Child("tolerations"))...)
-	allErrs = append(allErrs, validateOnlyDeletedSchedulingGates(newP.Spec.SchedulingGates, oldP.Spec.SchedulingGates, specPath.Child("schedulingGates"))...)
-
 	if apiequality.Semantic.DeepEqual(newP.Spec, oldP.Spec) {
 		return allErrs
 	}
-	// Undo the allowed mutations and compare what is left.
-	munged := newP.Spec.DeepCopy()
-	for i := range munged.Containers {
-		munged.Containers[i].Image = oldP.Spec.Containers[i].Image
+	rest := newP.Spec.DeepCopy()
+	for _, a := range podSpecAllowances {
+		a.undo(rest, &oldP.Spec)
 	}
-	for i := range munged.InitContainers {
-		munged.InitContainers[i].Image = oldP.Spec.InitContainers[i].Image
-	}
-	munged.ActiveDeadlineSeconds = oldP.Spec.ActiveDeadlineSeconds
-	munged.SchedulingGates = oldP.Spec.SchedulingGates
-	munged.Tolerations = oldP.Spec.Tolerations
-	if len(oldP.Spec.SchedulingGates) > 0 && !apiequality.Semantic.DeepEqual(munged.NodeSelector, oldP.Spec.NodeSelector) {
-		// A gated pod has not been scheduled yet, so constraining it
-		// further is harmless.
-		allErrs = append(allErrs, validateNodeSelectorAdditions(munged.NodeSelector, oldP.Spec.NodeSelector, specPath.Child("nodeSelector"))...)
-		munged.NodeSelector = oldP.Spec.NodeSelector
-	}
-	if !apiequality.Semantic.DeepEqual(*munged, oldP.Spec) {
-		diff := cmp.Diff(oldP.Spec, *munged)
+	if !apiequality.Semantic.DeepEqual(*rest, oldP.Spec) {
+		diff := cmp.Diff(oldP.Spec, *rest)
 		allErrs = append(allErrs, field.Forbidden(specPath,
 			fmt.Sprintf("pod updates may not change fields other than %s\n%v", strings.Join(updatablePodSpecFields, ","), diff)))
 	}

@@ -327,38 +327,69 @@ func validateSysctls(spec *corev1.PodSpec, fldPath *field.Path) field.ErrorList 
 	return allErrs
 }
 
-// validateTolerations checks pod tolerations. An empty key with Exists
-// matches every taint; a value makes no sense with Exists; and
-// tolerationSeconds only means something for NoExecute taints.
-func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for i, t := range tolerations {
-		idxPath := fldPath.Index(i)
+// tolerationValueRules say, per operator, what a toleration's value may be:
+// Equal (also spelled "", its default) compares with a label value; Exists
+// matches any value, so one given would be ignored. Each returns why the
+// value is refused, or "".
+var tolerationValueRules = map[corev1.TolerationOperator]func(value string) string{
+	corev1.TolerationOpEqual: labelValueRefusal,
+	"":                       labelValueRefusal,
+	corev1.TolerationOpExists: func(value string) string {
+		if value != "" {
+			return "value must be empty when `operator` is 'Exists'"
+		}
+		return ""
+	},
+}
+
+func labelValueRefusal(value string) string {
+	return strings.Join(utilvalidation.IsValidLabelValue(value), ";")
+}
+
+// tolerationRules are the rules of one toleration, in report order.
+var tolerationRules = []func(t *corev1.Toleration, fldPath *field.Path) field.ErrorList{
+	// An empty key with Exists matches every taint; an empty key with any
+	// other operator matches none.
+	func(t *corev1.Toleration, fldPath *field.Path) field.ErrorList {
 		if t.Key != "" {
-			allErrs = append(allErrs, metav1validation.ValidateLabelName(t.Key, idxPath.Child("key"))...)
+			return metav1validation.ValidateLabelName(t.Key, fldPath.Child("key"))
 		}
-		if t.Key == "" && t.Operator != corev1.TolerationOpExists {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("operator"), t.Operator,
-				"operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
+		if t.Operator != corev1.TolerationOpExists {
+			return field.ErrorList{field.Invalid(fldPath.Child("operator"), t.Operator, "operator must be Exists when `key` is empty, which means \"match all values and all keys\"")}
 		}
+		return nil
+	},
+	// Only a NoExecute taint evicts, so only it has a time to tolerate.
+	func(t *corev1.Toleration, fldPath *field.Path) field.ErrorList {
 		if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("effect"), t.Effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+			return field.ErrorList{field.Invalid(fldPath.Child("effect"), t.Effect, "effect must be 'NoExecute' when `tolerationSeconds` is set")}
 		}
-		switch t.Operator {
-		case corev1.TolerationOpEqual, "":
-			if errs := utilvalidation.IsValidLabelValue(t.Value); len(errs) != 0 {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("operator"), t.Value, strings.Join(errs, ";")))
-			}
-		case corev1.TolerationOpExists:
-			if t.Value != "" {
-				allErrs = append(allErrs, field.Invalid(idxPath.Child("operator"), t.Value, "value must be empty when `operator` is 'Exists'"))
-			}
-		default:
-			allErrs = append(allErrs, field.NotSupported(idxPath.Child("operator"), t.Operator, supportedTolerationOperators))
+		return nil
+	},
+	func(t *corev1.Toleration, fldPath *field.Path) field.ErrorList {
+		refuse, known := tolerationValueRules[t.Operator]
+		if !known {
+			return field.ErrorList{field.NotSupported(fldPath.Child("operator"), t.Operator, supportedTolerationOperators)}
 		}
-		allErrs = append(allErrs, validateTaintEffect(t.Effect, true, idxPath.Child("effect"))...)
+		if why := refuse(t.Value); why != "" {
+			return field.ErrorList{field.Invalid(fldPath.Child("operator"), t.Value, why)}
+		}
+		return nil
+	},
+	// An empty effect matches every effect.
+	func(t *corev1.Toleration, fldPath *field.Path) field.ErrorList {
+		return validateTaintEffect(t.Effect, true, fldPath.Child("effect"))
+	},
+}
+
+func validateTolerations(tolerations []corev1.Toleration, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range tolerations {
+		for _, rule := range tolerationRules {
+			errs = append(errs, rule(&tolerations[i], fldPath.Index(i))...)
+		}
 	}
-	return allErrs
+	return errs
 }
 
 func validateAffinity(affinity *corev1.Affinity, fldPath *field.Path) field.ErrorList {
@@ -410,10 +441,16 @@ func validatePodAffinityTerm(term corev1.PodAffinityTerm, fldPath *field.Path) f
 	}
 	allErrs = append(allErrs, validateLabelKeys(term.MatchLabelKeys, fldPath.Child("matchLabelKeys"))...)
 	allErrs = append(allErrs, validateLabelKeys(term.MismatchLabelKeys, fldPath.Child("mismatchLabelKeys"))...)
-	if term.TopologyKey == "" {
-		return append(allErrs, field.Required(fldPath.Child("topologyKey"), "can not be empty"))
+	return append(allErrs, validateTopologyKey(term.TopologyKey, fldPath.Child("topologyKey"))...)
+}
+
+// validateTopologyKey: a term's topology key names the node label whose
+// values divide the nodes into domains.
+func validateTopologyKey(key string, fldPath *field.Path) field.ErrorList {
+	if key == "" {
+		return field.ErrorList{field.Required(fldPath, "can not be empty")}
 	}
-	return append(allErrs, metav1validation.ValidateLabelName(term.TopologyKey, fldPath.Child("topologyKey"))...)
+	return metav1validation.ValidateLabelName(key, fldPath)
 }
 
 func validateLabelKeys(keys []string, fldPath *field.Path) field.ErrorList {
@@ -476,16 +513,64 @@ func validateTopologySpreadConstraints(constraints []corev1.TopologySpreadConstr
 }
 
 func validateSchedulingGates(gates []corev1.PodSchedulingGate, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
 	seen := sets.New[string]()
-	for i, gate := range gates {
-		allErrs = append(allErrs, validateQualifiedName(gate.Name, fldPath.Index(i))...)
-		if seen.Has(gate.Name) {
-			allErrs = append(allErrs, field.Duplicate(fldPath.Index(i), gate.Name))
-		}
-		seen.Insert(gate.Name)
+	var errs field.ErrorList
+	for i := range gates {
+		errs = append(errs, validateQualifiedName(gates[i].Name, fldPath.Index(i))...)
+		errs = append(errs, claimUnique(seen, gates[i].Name, fldPath.Index(i))...)
 	}
-	return allErrs
+	return errs
+}
+
+// dnsList is one of the resolver lists a pod's DNS config may set: the
+// limits libc's resolver puts on it, and the rule for each entry.
+type dnsList struct {
+	field   string
+	entries func(*corev1.PodDNSConfig) []string
+	limits  []dnsLimit
+	entry   func(value string, fldPath *field.Path) field.ErrorList
+}
+
+type dnsLimit struct {
+	exceeded func(entries []string) bool
+	detail   string
+}
+
+var dnsLists = []dnsList{
+	{
+		field:   "nameservers",
+		entries: func(c *corev1.PodDNSConfig) []string { return c.Nameservers },
+		limits: []dnsLimit{{
+			func(e []string) bool { return len(e) > maxDNSNameservers },
+			fmt.Sprintf("must not have more than %v nameservers", maxDNSNameservers),
+		}},
+		entry: func(ip string, fldPath *field.Path) field.ErrorList { return utilvalidation.IsValidIP(fldPath, ip) },
+	},
+	{
+		field:   "searches",
+		entries: func(c *corev1.PodDNSConfig) []string { return c.Searches },
+		limits: []dnsLimit{
+			{
+				func(e []string) bool { return len(e) > maxDNSSearchPaths },
+				fmt.Sprintf("must not have more than %v search paths", maxDNSSearchPaths),
+			},
+			// resolv.conf holds the list on one line, spaces between.
+			{
+				func(e []string) bool { return len(strings.Join(e, " ")) > maxDNSSearchListChars },
+				fmt.Sprintf("must not have more than %v characters (including spaces) in the search list", maxDNSSearchListChars),
+			},
+		},
+		entry: validateSearchDomain,
+	},
+}
+
+// validateSearchDomain: "." stands for the root, and a trailing dot marks a
+// name as absolute; underscores occur in real-world domains.
+func validateSearchDomain(search string, fldPath *field.Path) field.ErrorList {
+	if search == "." {
+		return nil
+	}
+	return invalidEach(fldPath, search, utilvalidation.IsDNS1123SubdomainWithUnderscore(strings.TrimSuffix(search, ".")))
 }
 
 // validatePodDNSConfig checks resolver settings; with dnsPolicy None the
@@ -502,33 +587,24 @@ func validatePodDNSConfig(cfg *corev1.PodDNSConfig, policy corev1.DNSPolicy, fld
 	if cfg == nil {
 		return nil
 	}
-	var allErrs field.ErrorList
-	if len(cfg.Nameservers) > maxDNSNameservers {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("nameservers"), cfg.Nameservers, fmt.Sprintf("must not have more than %v nameservers", maxDNSNameservers)))
-	}
-	for i, ns := range cfg.Nameservers {
-		allErrs = append(allErrs, utilvalidation.IsValidIP(fldPath.Child("nameservers").Index(i), ns)...)
-	}
-	if len(cfg.Searches) > maxDNSSearchPaths {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("searches"), cfg.Searches, fmt.Sprintf("must not have more than %v search paths", maxDNSSearchPaths)))
-	}
-	if len(strings.Join(cfg.Searches, " ")) > maxDNSSearchListChars {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("searches"), cfg.Searches, fmt.Sprintf("must not have more than %v characters (including spaces) in the search list", maxDNSSearchListChars)))
-	}
-	for i, search := range cfg.Searches {
-		if search == "." {
-			continue
+	var errs field.ErrorList
+	for _, list := range dnsLists {
+		entries, listPath := list.entries(cfg), fldPath.Child(list.field)
+		for _, l := range list.limits {
+			if l.exceeded(entries) {
+				errs = append(errs, field.Invalid(listPath, entries, l.detail))
+			}
 		}
-		for _, msg := range utilvalidation.IsDNS1123SubdomainWithUnderscore(strings.TrimSuffix(search, ".")) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("searches").Index(i), search, msg))
+		for i, e := range entries {
+			errs = append(errs, list.entry(e, listPath.Index(i))...)
 		}
 	}
 	for i, opt := range cfg.Options {
 		if opt.Name == "" {
-			allErrs = append(allErrs, field.Required(fldPath.Child("options").Index(i), "must not be empty"))
+			errs = append(errs, field.Required(fldPath.Child("options").Index(i), "must not be empty"))
 		}
 	}
-	return allErrs
+	return errs
 }
 
 // validatePodOS enforces that a pod declaring its OS only uses settings that

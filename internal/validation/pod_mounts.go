@@ -1,6 +1,9 @@
 package validation
 
 import (
+	"maps"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -12,11 +15,14 @@ var supportedMountPropagations = sets.New(
 	corev1.MountPropagationNone,
 )
 
-var supportedRecursiveReadOnly = sets.New(
-	corev1.RecursiveReadOnlyDisabled,
-	corev1.RecursiveReadOnlyIfPossible,
-	corev1.RecursiveReadOnlyEnabled,
-)
+// recursiveReadOnlyModes say whether each mode makes a mount read-only all
+// the way down, which needs a read-only mount that takes no mounts back in
+// from the host.
+var recursiveReadOnlyModes = map[corev1.RecursiveReadOnlyMode]bool{
+	corev1.RecursiveReadOnlyDisabled:   false,
+	corev1.RecursiveReadOnlyIfPossible: true,
+	corev1.RecursiveReadOnlyEnabled:    true,
+}
 
 // mountSubPathFields are the two ways a mount names a path below its
 // volume's root: literally, or with $(VAR) expanded from the environment.
@@ -157,20 +163,19 @@ func validateRecursiveReadOnly(mnt corev1.VolumeMount, fldPath *field.Path) fiel
 	if mnt.RecursiveReadOnly == nil {
 		return nil
 	}
-	var allErrs field.ErrorList
-	switch *mnt.RecursiveReadOnly {
-	case corev1.RecursiveReadOnlyDisabled:
-	case corev1.RecursiveReadOnlyEnabled, corev1.RecursiveReadOnlyIfPossible:
-		if !mnt.ReadOnly {
-			allErrs = append(allErrs, field.Forbidden(fldPath, "may only be specified when readOnly is true"))
-		}
-		if mnt.MountPropagation != nil && *mnt.MountPropagation != corev1.MountPropagationNone {
-			allErrs = append(allErrs, field.Forbidden(fldPath, "may only be specified when mountPropagation is None or not specified"))
-		}
-	default:
-		allErrs = append(allErrs, field.NotSupported(fldPath, *mnt.RecursiveReadOnly, sets.List(supportedRecursiveReadOnly)))
+	mode := *mnt.RecursiveReadOnly
+	recursive, known := recursiveReadOnlyModes[mode]
+	if !known {
+		return field.ErrorList{field.NotSupported(fldPath, mode, slices.Sorted(maps.Keys(recursiveReadOnlyModes)))}
 	}
-	return allErrs
+	var errs field.ErrorList
+	if recursive && !mnt.ReadOnly {
+		errs = append(errs, field.Forbidden(fldPath, "may only be specified when readOnly is true"))
+	}
+	if recursive && mnt.MountPropagation != nil && *mnt.MountPropagation != corev1.MountPropagationNone {
+		errs = append(errs, field.Forbidden(fldPath, "may only be specified when mountPropagation is None or not specified"))
+	}
+	return errs
 }
 
 // blockVolumeSource says whether a volume source can back a raw block device: only claims, whose

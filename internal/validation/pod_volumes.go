@@ -183,12 +183,20 @@ func validateHostPathVolumeSource(s *corev1.HostPathVolumeSource, fldPath *field
 }
 
 func validateNFSVolumeSource(s *corev1.NFSVolumeSource, fldPath *field.Path) field.ErrorList {
-	allErrs := requireString(s.Server, fldPath.Child("server"))
-	allErrs = append(allErrs, requireString(s.Path, fldPath.Child("path"))...)
-	if !path.IsAbs(s.Path) {
-		allErrs = append(allErrs, field.Invalid(fldPath.Child("path"), s.Path, "must be an absolute path"))
+	errs := requiredThen(s.Server, fldPath.Child("server"), nil)
+	return append(errs, validateNFSExport(s.Path, fldPath.Child("path"))...)
+}
+
+// validateNFSExport: an export is named by its absolute path on the server.
+func validateNFSExport(export string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if export == "" {
+		errs = append(errs, field.Required(fldPath, ""))
 	}
-	return allErrs
+	if !path.IsAbs(export) {
+		errs = append(errs, field.Invalid(fldPath, export, "must be an absolute path"))
+	}
+	return errs
 }
 
 func validateCSIDriverName(driver string, fldPath *field.Path) field.ErrorList {
@@ -220,21 +228,25 @@ func validateKeyToPath(kp corev1.KeyToPath, fldPath *field.Path) field.ErrorList
 	return append(allErrs, validateFileMode(kp.Mode, fldPath.Child("mode"))...)
 }
 
+// validateDownwardAPIVolumeFile: a file shows either a field of the pod or
+// a resource of one of its containers; given both, the field is checked and
+// the pair refused.
 func validateDownwardAPIVolumeFile(file *corev1.DownwardAPIVolumeFile, fldPath *field.Path) field.ErrorList {
-	allErrs := requireString(file.Path, fldPath.Child("path"))
-	allErrs = append(allErrs, validateLocalNonReservedPath(file.Path, fldPath.Child("path"))...)
-	switch {
-	case file.FieldRef != nil:
-		allErrs = append(allErrs, validateObjectFieldSelector(file.FieldRef, validVolumeDownwardAPIFieldPaths, fldPath.Child("fieldRef"))...)
-		if file.ResourceFieldRef != nil {
-			allErrs = append(allErrs, field.Invalid(fldPath, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
-		}
-	case file.ResourceFieldRef != nil:
-		allErrs = append(allErrs, validateResourceFieldSelector(file.ResourceFieldRef, true, fldPath.Child("resourceFieldRef"))...)
-	default:
-		allErrs = append(allErrs, field.Required(fldPath, "one of fieldRef and resourceFieldRef is required"))
+	errs := requiredThen(file.Path, fldPath.Child("path"), nil)
+	errs = append(errs, validateLocalNonReservedPath(file.Path, fldPath.Child("path"))...)
+	byField, byResource := file.FieldRef != nil, file.ResourceFieldRef != nil
+	if byField {
+		errs = append(errs, validateObjectFieldSelector(file.FieldRef, validVolumeDownwardAPIFieldPaths, fldPath.Child("fieldRef"))...)
+	} else if byResource {
+		errs = append(errs, validateResourceFieldSelector(file.ResourceFieldRef, true, fldPath.Child("resourceFieldRef"))...)
 	}
-	return append(allErrs, validateFileMode(file.Mode, fldPath.Child("mode"))...)
+	switch {
+	case byField && byResource:
+		errs = append(errs, field.Invalid(fldPath, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+	case !byField && !byResource:
+		errs = append(errs, field.Required(fldPath, "one of fieldRef and resourceFieldRef is required"))
+	}
+	return append(errs, validateFileMode(file.Mode, fldPath.Child("mode"))...)
 }
 
 // validateObjectFieldSelector checks a downward API field reference. Only
@@ -485,19 +497,7 @@ func validateLegacyPluginSource(value any, fldPath *field.Path) field.ErrorList 
 			allErrs = append(allErrs, field.Required(fldPath, "exactly one of datasetName and datasetUUID is required"))
 		}
 	case *corev1.FCVolumeSource:
-		if len(s.TargetWWNs) == 0 && len(s.WWIDs) == 0 {
-			allErrs = append(allErrs, field.Required(fldPath.Child("targetWWNs"), "must specify either targetWWNs or wwids, but not both"))
-		}
-		if len(s.TargetWWNs) != 0 && len(s.WWIDs) != 0 {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("targetWWNs"), s.TargetWWNs, "targetWWNs and wwids can not be specified simultaneously"))
-		}
-		if len(s.TargetWWNs) != 0 {
-			if s.Lun == nil {
-				allErrs = append(allErrs, field.Required(fldPath.Child("lun"), "lun is required if targetWWNs is specified"))
-			} else {
-				allErrs = append(allErrs, validateLun(*s.Lun, fldPath)...)
-			}
-		}
+		allErrs = append(allErrs, validateFCVolumeSource(s, fldPath)...)
 	case *corev1.AzureFileVolumeSource:
 		req(s.SecretName, "secretName")
 		req(s.ShareName, "shareName")
@@ -530,6 +530,26 @@ func validateLegacyPluginSource(value any, fldPath *field.Path) field.ErrorList 
 		req(s.VolumeName, "volumeName")
 	}
 	return allErrs
+}
+
+// validateFCVolumeSource: a Fibre Channel disk is named either by target
+// WWNs and a LUN, or by WWIDs.
+func validateFCVolumeSource(s *corev1.FCVolumeSource, fldPath *field.Path) field.ErrorList {
+	byTarget, byWWID := len(s.TargetWWNs) != 0, len(s.WWIDs) != 0
+	var errs field.ErrorList
+	switch {
+	case !byTarget && !byWWID:
+		errs = append(errs, field.Required(fldPath.Child("targetWWNs"), "must specify either targetWWNs or wwids, but not both"))
+	case byTarget && byWWID:
+		errs = append(errs, field.Invalid(fldPath.Child("targetWWNs"), s.TargetWWNs, "targetWWNs and wwids can not be specified simultaneously"))
+	}
+	if !byTarget {
+		return errs
+	}
+	if s.Lun == nil {
+		return append(errs, field.Required(fldPath.Child("lun"), "lun is required if targetWWNs is specified"))
+	}
+	return append(errs, validateLun(*s.Lun, fldPath)...)
 }
 
 func validateLun(lun int32, fldPath *field.Path) field.ErrorList {

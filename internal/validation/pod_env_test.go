@@ -146,3 +146,29 @@ func TestValidateEnvFrom(t *testing.T) {
 		})
 	}
 }
+
+// The "one of" wording is built from the union's table, so a source added to
+// a table is named in the error without touching the message.
+func TestUnionCountErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		set  int
+		want []string
+	}{
+		{name: "none of the env var sources", set: 0, want: []string{
+			"valueFrom: Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`",
+		}},
+		{name: "one", set: 1},
+		{name: "several", set: 3, want: []string{
+			"valueFrom: Invalid value: \"\": may not have more than one field specified at a time",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			expectExactErrors(t, unionCountErrors(tc.set, envVarSources, field.NewPath("valueFrom")), tc.want)
+		})
+	}
+	expectExactErrors(t, unionCountErrors(0, envFromSources, field.NewPath("envFrom")), []string{
+		"envFrom: Invalid value: \"\": must specify one of: `configMapRef` or `secretRef`",
+	})
+}

@@ -272,13 +272,14 @@ func TestPods(t *testing.T) {
 func TestPodRowConditions(t *testing.T) {
 	freezeClock(t)
 	tests := []struct {
-		name   string
-		phase  corev1.PodPhase
-		reason string
+		name    string
+		phase   corev1.PodPhase
+		reason  string
+		message string
 	}{
-		{"succeeded", corev1.PodSucceeded, "Succeeded"},
-		{"failed", corev1.PodFailed, "Failed"},
-		{"running", corev1.PodRunning, ""},
+		{"succeeded", corev1.PodSucceeded, "Succeeded", "The pod has completed successfully."},
+		{"failed", corev1.PodFailed, "Failed", "The pod failed."},
+		{"running", corev1.PodRunning, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,8 +291,8 @@ func TestPodRowConditions(t *testing.T) {
 			switch {
 			case tt.reason == "" && len(conds) != 0:
 				t.Errorf("conditions = %v, want none", conds)
-			case tt.reason != "" && (len(conds) != 1 || conds[0].Type != metav1.RowCompleted || conds[0].Reason != tt.reason):
-				t.Errorf("conditions = %v, want Completed with reason %s", conds, tt.reason)
+			case tt.reason != "" && (len(conds) != 1 || conds[0] != metav1.TableRowCondition{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: tt.reason, Message: tt.message}):
+				t.Errorf("conditions = %v, want Completed with reason %s and message %q", conds, tt.reason, tt.message)
 			}
 		})
 	}

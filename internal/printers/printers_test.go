@@ -191,6 +191,7 @@ func TestColumns(t *testing.T) {
 		{"volume attachments", VolumeAttachments, &storagev1.VolumeAttachment{}, "Name", nil},
 		{"csi nodes", CSINodes, &storagev1.CSINode{}, "Name", nil},
 		{"csrs", CertificateSigningRequests, &certificatesv1.CertificateSigningRequest{}, "Name", nil},
+		{"cluster trust bundles", ClusterTrustBundles, &certificatesv1.ClusterTrustBundle{}, "Name", nil},
 		{"gmsa credential specs", GMSACredentialSpecs, &windowsv1.GMSACredentialSpec{}, "Name", nil},
 	}
 	for _, tt := range tests {

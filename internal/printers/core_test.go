@@ -23,7 +23,6 @@ func nodeReady(s corev1.ConditionStatus) []corev1.NodeCondition {
 }
 
 func TestRows(t *testing.T) {
-	freezeClock(t)
 	tests := []struct {
 		name      string
 		convertor rest.TableConvertor

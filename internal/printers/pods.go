@@ -7,64 +7,54 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
 )
 
 // nodeLostReason is the status reason the node lifecycle controller gives pods on an
 // unreachable node; such pods print as Unknown while they are being deleted.
 const nodeLostReason = "NodeLost"
 
-// Pods prints pods as NAME READY STATUS RESTARTS AGE, wide IP NODE NOMINATED NODE READINESS GATES.
-var Pods = newTable(
-	[]metav1.TableColumnDefinition{
-		nameColumn,
-		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
-		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
-		{Name: "Restarts", Type: "string", Description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."},
-		ageColumn,
-		{Name: "IP", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["podIP"]},
-		{Name: "Node", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["nodeName"]},
-		{Name: "Nominated Node", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"]},
-		{Name: "Readiness Gates", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["readinessGates"]},
-	},
-	podRow,
-)
+// Pods prints pods as NAME READY STATUS RESTARTS AGE, wide IP NODE NOMINATED NODE READINESS
+// GATES; rows of finished pods carry a Completed condition.
+var Pods rest.TableConvertor = newTable(
+	nameColumn[*corev1.Pod](),
+	stringColumn("Ready", "The aggregate readiness state of this pod for accepting traffic.", func(pod *corev1.Pod) any {
+		s := summarizePod(pod)
+		return fmt.Sprintf("%d/%d", s.ready, s.total)
+	}),
+	stringColumn("Status", "The aggregate status of the containers in this pod.", func(pod *corev1.Pod) any { return summarizePod(pod).status }),
+	timedColumn("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.", func(pod *corev1.Pod, now time.Time) any {
+		s := summarizePod(pod)
+		if s.restarts == 0 || s.lastRestart.IsZero() {
+			return strconv.Itoa(s.restarts)
+		}
+		return fmt.Sprintf("%d (%s ago)", s.restarts, age(s.lastRestart, now))
+	}),
+	ageColumn[*corev1.Pod](),
+	stringColumn("IP", doc(corev1.PodStatus{}, "podIP"), func(pod *corev1.Pod) any {
+		if len(pod.Status.PodIPs) == 0 {
+			return "<none>"
+		}
+		return orNone(pod.Status.PodIPs[0].IP)
+	}).wide(),
+	stringColumn("Node", doc(corev1.PodSpec{}, "nodeName"), func(pod *corev1.Pod) any { return orNone(pod.Spec.NodeName) }).wide(),
+	stringColumn("Nominated Node", doc(corev1.PodStatus{}, "nominatedNodeName"), func(pod *corev1.Pod) any { return orNone(pod.Status.NominatedNodeName) }).wide(),
+	stringColumn("Readiness Gates", doc(corev1.PodSpec{}, "readinessGates"), func(pod *corev1.Pod) any { return readinessGates(pod) }).wide(),
+).withConditions(finishedPodConditions)
 
-// Finished pods are flagged so clients can tell them apart without re-deriving the status.
-var (
-	podSucceededConditions = []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodSucceeded), Message: "The pod has completed successfully."}}
-	podFailedConditions    = []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodFailed), Message: "The pod failed."}}
-)
+// finishedPodMessages flags finished pods, by phase, so clients can tell them apart without
+// re-deriving the status.
+var finishedPodMessages = map[corev1.PodPhase]string{
+	corev1.PodSucceeded: "The pod has completed successfully.",
+	corev1.PodFailed:    "The pod failed.",
+}
 
-func podRow(pod *corev1.Pod) (metav1.TableRow, error) {
-	var row metav1.TableRow
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded:
-		row.Conditions = podSucceededConditions
-	case corev1.PodFailed:
-		row.Conditions = podFailedConditions
+func finishedPodConditions(pod *corev1.Pod) []metav1.TableRowCondition {
+	message, finished := finishedPodMessages[pod.Status.Phase]
+	if !finished {
+		return nil
 	}
-
-	s := summarizePod(pod)
-	restarts := strconv.Itoa(s.restarts)
-	if s.restarts != 0 && !s.lastRestart.IsZero() {
-		restarts = fmt.Sprintf("%d (%s ago)", s.restarts, age(metav1.NewTime(s.lastRestart)))
-	}
-	podIP := ""
-	if len(pod.Status.PodIPs) > 0 {
-		podIP = pod.Status.PodIPs[0].IP
-	}
-	row.Cells = []any{
-		pod.Name,
-		fmt.Sprintf("%d/%d", s.ready, s.total),
-		s.status,
-		restarts,
-		age(pod.CreationTimestamp),
-		orNone(podIP),
-		orNone(pod.Spec.NodeName),
-		orNone(pod.Status.NominatedNodeName),
-		readinessGates(pod),
-	}
-	return row, nil
+	return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(pod.Status.Phase), Message: message}}
 }
 
 type podSummary struct {

@@ -49,7 +49,6 @@ func condition(t corev1.PodConditionType, s corev1.ConditionStatus) corev1.PodCo
 }
 
 func TestPods(t *testing.T) {
-	freezeClock(t)
 	sidecar := corev1.Container{Name: "proxy", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}
 	tests := []struct {
 		name string
@@ -270,7 +269,6 @@ func TestPods(t *testing.T) {
 }
 
 func TestPodRowConditions(t *testing.T) {
-	freezeClock(t)
 	tests := []struct {
 		name    string
 		phase   corev1.PodPhase
@@ -283,7 +281,7 @@ func TestPodRowConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			table, err := Pods.ConvertToTable(context.Background(), &corev1.Pod{Status: corev1.PodStatus{Phase: tt.phase}}, nil)
+			table, err := frozen(Pods).ConvertToTable(context.Background(), &corev1.Pod{Status: corev1.PodStatus{Phase: tt.phase}}, nil)
 			if err != nil {
 				t.Fatalf("ConvertToTable: %v", err)
 			}

@@ -104,12 +104,7 @@ func validateInlineVolumeSpec(spec *corev1.PersistentVolumeSpec, fldPath *field.
 		allErrs = append(allErrs, field.Forbidden(fldPath.Child("volumeMode"), "may not specify volumeMode other than Filesystem in the context of inline volumes"))
 	}
 	if spec.VolumeAttributesClassName != nil {
-		vacPath := fldPath.Child("volumeAttributesClassName")
-		if *spec.VolumeAttributesClassName == "" {
-			allErrs = append(allErrs, field.Required(vacPath, "an empty string is disallowed"))
-		} else {
-			allErrs = append(allErrs, nameErrors(apivalidation.NameIsDNSSubdomain, *spec.VolumeAttributesClassName, vacPath)...)
-		}
+		allErrs = append(allErrs, validateRequiredClassName(*spec.VolumeAttributesClassName, fldPath.Child("volumeAttributesClassName"))...)
 	}
 	return allErrs
 }

@@ -67,8 +67,13 @@ func ValidatePersistentVolume(pv *corev1.PersistentVolume) field.ErrorList {
 }
 
 func validatePersistentVolumeSpec(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+	return checkSpecRules(persistentVolumeSpecRules, spec, fldPath)
+}
+
+// checkSpecRules applies a type's spec rules in order and gathers what they report.
+func checkSpecRules[S any, R ~func(S, *field.Path) field.ErrorList](rules []R, spec S, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	for _, rule := range persistentVolumeSpecRules {
+	for _, rule := range rules {
 		allErrs = append(allErrs, rule(spec, fldPath)...)
 	}
 	return allErrs

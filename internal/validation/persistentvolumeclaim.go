@@ -57,11 +57,7 @@ func ValidatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.Erro
 }
 
 func validatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	for _, rule := range persistentVolumeClaimSpecRules {
-		allErrs = append(allErrs, rule(spec, fldPath)...)
-	}
-	return allErrs
+	return checkSpecRules(persistentVolumeClaimSpecRules, spec, fldPath)
 }
 
 // claimRequestsStorage: a claim asks for a positive amount of storage.

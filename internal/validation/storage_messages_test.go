@@ -23,26 +23,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // users read them, so they change only on purpose. A detail's first line is kept; what follows
 // it is a cmp diff, whose spacing go-cmp varies on purpose.
 func TestStorageErrorMessages(t *testing.T) {
-	pv := func(mutate func(*corev1.PersistentVolume)) *corev1.PersistentVolume {
-		v := validPV()
-		mutate(v)
-		return v
-	}
+	pv := func(mutate func(*corev1.PersistentVolume)) *corev1.PersistentVolume { return mutated(validPV, mutate) }
 	pvc := func(mutate func(*corev1.PersistentVolumeClaim)) *corev1.PersistentVolumeClaim {
-		c := validPVC()
-		mutate(c)
-		return c
+		return mutated(validPVC, mutate)
 	}
 	va := func(mutate func(*storagev1.VolumeAttachment)) *storagev1.VolumeAttachment {
-		a := validVolumeAttachment()
-		mutate(a)
-		return a
+		return mutated(validVolumeAttachment, mutate)
 	}
-	csiNode := func(mutate func(*storagev1.CSINode)) *storagev1.CSINode {
-		n := validCSINode()
-		mutate(n)
-		return n
-	}
+	csiNode := func(mutate func(*storagev1.CSINode)) *storagev1.CSINode { return mutated(validCSINode, mutate) }
 	bound := func(c *corev1.PersistentVolumeClaim) {
 		c.Spec.VolumeName = "pv-1"
 		c.Status.Phase = corev1.ClaimBound
@@ -300,4 +288,11 @@ func TestStorageErrorMessages(t *testing.T) {
 	if diff := cmp.Diff(string(wantText), got); diff != "" {
 		t.Errorf("errors differ from %s (-want +got):\n%s", golden, diff)
 	}
+}
+
+// mutated is a valid object with one change made.
+func mutated[T any](valid func() T, mutate func(T)) T {
+	obj := valid()
+	mutate(obj)
+	return obj
 }

@@ -269,28 +269,23 @@ func TestPods(t *testing.T) {
 }
 
 func TestPodRowConditions(t *testing.T) {
-	tests := []struct {
-		name    string
-		phase   corev1.PodPhase
-		reason  string
-		message string
-	}{
-		{"succeeded", corev1.PodSucceeded, "Succeeded", "The pod has completed successfully."},
-		{"failed", corev1.PodFailed, "Failed", "The pod failed."},
-		{"running", corev1.PodRunning, "", ""},
+	completed := func(reason, message string) []metav1.TableRowCondition {
+		return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: reason, Message: message}}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			table, err := frozen(Pods).ConvertToTable(context.Background(), &corev1.Pod{Status: corev1.PodStatus{Phase: tt.phase}}, nil)
+	tests := map[corev1.PodPhase][]metav1.TableRowCondition{
+		corev1.PodSucceeded: completed("Succeeded", "The pod has completed successfully."),
+		corev1.PodFailed:    completed("Failed", "The pod failed."),
+		corev1.PodRunning:   nil,
+		corev1.PodPending:   nil,
+	}
+	for phase, want := range tests {
+		t.Run(string(phase), func(t *testing.T) {
+			table, err := frozen(Pods).ConvertToTable(context.Background(), &corev1.Pod{Status: corev1.PodStatus{Phase: phase}}, nil)
 			if err != nil {
 				t.Fatalf("ConvertToTable: %v", err)
 			}
-			conds := table.Rows[0].Conditions
-			switch {
-			case tt.reason == "" && len(conds) != 0:
-				t.Errorf("conditions = %v, want none", conds)
-			case tt.reason != "" && (len(conds) != 1 || conds[0] != metav1.TableRowCondition{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: tt.reason, Message: tt.message}):
-				t.Errorf("conditions = %v, want Completed with reason %s and message %q", conds, tt.reason, tt.message)
+			if got := table.Rows[0].Conditions; !reflect.DeepEqual(got, want) {
+				t.Errorf("conditions = %v, want %v", got, want)
 			}
 		})
 	}

@@ -16,31 +16,35 @@ const nodeLostReason = "NodeLost"
 
 // Pods prints pods as NAME READY STATUS RESTARTS AGE, wide IP NODE NOMINATED NODE READINESS
 // GATES; rows of finished pods carry a Completed condition.
-var Pods rest.TableConvertor = newTable(
-	nameColumn[*corev1.Pod](),
-	stringColumn("Ready", "The aggregate readiness state of this pod for accepting traffic.", func(pod *corev1.Pod) any {
-		s := summarizePod(pod)
-		return fmt.Sprintf("%d/%d", s.ready, s.total)
+var Pods rest.TableConvertor = newViewTable(func(pod *corev1.Pod) podRow { return podRow{pod, summarizePod(pod)} },
+	nameColumn[podRow](),
+	stringColumn("Ready", "The aggregate readiness state of this pod for accepting traffic.", func(r podRow) any {
+		return fmt.Sprintf("%d/%d", r.summary.ready, r.summary.total)
 	}),
-	stringColumn("Status", "The aggregate status of the containers in this pod.", func(pod *corev1.Pod) any { return summarizePod(pod).status }),
-	timedColumn("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.", func(pod *corev1.Pod, now time.Time) any {
-		s := summarizePod(pod)
-		if s.restarts == 0 || s.lastRestart.IsZero() {
-			return strconv.Itoa(s.restarts)
+	stringColumn("Status", "The aggregate status of the containers in this pod.", func(r podRow) any { return r.summary.status }),
+	timedColumn("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.", func(r podRow, now time.Time) any {
+		if r.summary.restarts == 0 || r.summary.lastRestart.IsZero() {
+			return strconv.Itoa(r.summary.restarts)
 		}
-		return fmt.Sprintf("%d (%s ago)", s.restarts, age(s.lastRestart, now))
+		return fmt.Sprintf("%d (%s ago)", r.summary.restarts, age(r.summary.lastRestart, now))
 	}),
-	ageColumn[*corev1.Pod](),
-	stringColumn("IP", doc(corev1.PodStatus{}, "podIP"), func(pod *corev1.Pod) any {
-		if len(pod.Status.PodIPs) == 0 {
+	ageColumn[podRow](),
+	stringColumn("IP", doc(corev1.PodStatus{}, "podIP"), func(r podRow) any {
+		if len(r.Status.PodIPs) == 0 {
 			return "<none>"
 		}
-		return orNone(pod.Status.PodIPs[0].IP)
+		return orNone(r.Status.PodIPs[0].IP)
 	}).wide(),
-	stringColumn("Node", doc(corev1.PodSpec{}, "nodeName"), func(pod *corev1.Pod) any { return orNone(pod.Spec.NodeName) }).wide(),
-	stringColumn("Nominated Node", doc(corev1.PodStatus{}, "nominatedNodeName"), func(pod *corev1.Pod) any { return orNone(pod.Status.NominatedNodeName) }).wide(),
-	stringColumn("Readiness Gates", doc(corev1.PodSpec{}, "readinessGates"), func(pod *corev1.Pod) any { return readinessGates(pod) }).wide(),
+	stringColumn("Node", doc(corev1.PodSpec{}, "nodeName"), func(r podRow) any { return orNone(r.Spec.NodeName) }).wide(),
+	stringColumn("Nominated Node", doc(corev1.PodStatus{}, "nominatedNodeName"), func(r podRow) any { return orNone(r.Status.NominatedNodeName) }).wide(),
+	stringColumn("Readiness Gates", doc(corev1.PodSpec{}, "readinessGates"), func(r podRow) any { return readinessGates(r.Pod) }).wide(),
 ).withConditions(finishedPodConditions)
+
+// podRow is a pod with the summary its READY, STATUS and RESTARTS cells share.
+type podRow struct {
+	*corev1.Pod
+	summary podSummary
+}
 
 // finishedPodMessages flags finished pods, by phase, so clients can tell them apart without
 // re-deriving the status.

@@ -26,8 +26,8 @@ type object interface {
 	metav1.Object
 }
 
-// column is one column of a table. Its cell is read from the object and the instant the
-// table is printed at, so that every age in one table is measured from the same moment.
+// column is one column of a table. Its cell is read from a row and the instant the table is
+// printed at, so that every age in one table is measured from the same moment.
 type column[T any] struct {
 	def  metav1.TableColumnDefinition
 	cell func(obj T, now time.Time) any
@@ -65,11 +65,11 @@ func (c column[T]) names() column[T] {
 
 // The columns most tables share, described as upstream describes them: from the API
 // documentation of object metadata.
-func nameColumn[T object]() column[T] {
+func nameColumn[T metav1.Object]() column[T] {
 	return stringColumn("Name", doc(metav1.ObjectMeta{}, "name"), func(obj T) any { return obj.GetName() }).names()
 }
 
-func ageColumn[T object]() column[T] {
+func ageColumn[T metav1.Object]() column[T] {
 	return timedColumn("Age", "string", doc(metav1.ObjectMeta{}, "creationTimestamp"), func(obj T, now time.Time) any {
 		return age(obj.GetCreationTimestamp().Time, now)
 	})
@@ -80,27 +80,34 @@ func doc(apiType interface{ SwaggerDoc() map[string]string }, field string) stri
 	return apiType.SwaggerDoc()[field]
 }
 
-// table prints one resource. Resources whose rows flag finished objects set conditions.
-type table[T object] struct {
-	columns    []column[T]
+// table prints one resource, of type T. Its columns read cells from a row view R of each object:
+// the object itself for most resources, or the object with what several cells derive from it.
+// Resources whose rows flag finished objects set conditions.
+type table[T object, R any] struct {
+	view       func(T) R
+	columns    []column[R]
 	conditions func(T) []metav1.TableRowCondition
 	clock      clock.PassiveClock
 }
 
-func newTable[T object](columns ...column[T]) *table[T] {
-	return &table[T]{columns: columns, clock: clock.RealClock{}}
+func newTable[T object](columns ...column[T]) *table[T, T] {
+	return newViewTable(func(obj T) T { return obj }, columns...)
+}
+
+func newViewTable[T object, R any](view func(T) R, columns ...column[R]) *table[T, R] {
+	return &table[T, R]{view: view, columns: columns, clock: clock.RealClock{}}
 }
 
 // withClock is a copy of the table that measures ages against c: the way to print at a
 // known instant.
-func (t *table[T]) withClock(c clock.PassiveClock) rest.TableConvertor {
+func (t *table[T, R]) withClock(c clock.PassiveClock) rest.TableConvertor {
 	clocked := *t
 	clocked.clock = c
 	return &clocked
 }
 
 // withConditions adds row conditions to a table.
-func (t *table[T]) withConditions(conditions func(T) []metav1.TableRowCondition) *table[T] {
+func (t *table[T, R]) withConditions(conditions func(T) []metav1.TableRowCondition) *table[T, R] {
 	t.conditions = conditions
 	return t
 }
@@ -108,7 +115,7 @@ func (t *table[T]) withConditions(conditions func(T) []metav1.TableRowCondition)
 // ConvertToTable prints a single object or a list (meta.ExtractList), sets
 // metav1.Table.ResourceVersion, Continue and RemainingItemCount from list meta, points each
 // row's Object at the printed object, and honours NoHeaders of *metav1.TableOptions.
-func (t *table[T]) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+func (t *table[T, R]) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
 	noHeaders, err := noHeaders(tableOptions)
 	if err != nil {
 		return nil, err
@@ -129,8 +136,9 @@ func (t *table[T]) ConvertToTable(_ context.Context, obj runtime.Object, tableOp
 			return nil, fmt.Errorf("cannot print %T in a table of %T", item, want)
 		}
 		row := metav1.TableRow{Cells: make([]any, len(t.columns)), Object: runtime.RawExtension{Object: item}}
+		view := t.view(typed)
 		for i, c := range t.columns {
-			row.Cells[i] = c.cell(typed, now)
+			row.Cells[i] = c.cell(view, now)
 		}
 		if t.conditions != nil {
 			row.Conditions = t.conditions(typed)

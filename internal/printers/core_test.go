@@ -23,7 +23,6 @@ func nodeReady(s corev1.ConditionStatus) []corev1.NodeCondition {
 }
 
 func TestRows(t *testing.T) {
-	freezeClock(t)
 	tests := []struct {
 		name      string
 		convertor rest.TableConvertor
@@ -273,6 +272,18 @@ func TestRows(t *testing.T) {
 			convertor: CertificateSigningRequests,
 			obj:       &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr-3"}},
 			want:      []any{"csr-3", "<unknown>", "<none>", "", "<none>", "Pending"},
+		},
+		{
+			name:      "cluster trust bundle with signer",
+			convertor: ClusterTrustBundles,
+			obj:       &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "example.com:ca:1"}, Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.com/ca"}},
+			want:      []any{"example.com:ca:1", "example.com/ca"},
+		},
+		{
+			name:      "cluster trust bundle without signer",
+			convertor: ClusterTrustBundles,
+			obj:       &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "roots"}},
+			want:      []any{"roots", "<none>"},
 		},
 	}
 	for _, tt := range tests {

@@ -7,64 +7,58 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/registry/rest"
 )
 
 // nodeLostReason is the status reason the node lifecycle controller gives pods on an
 // unreachable node; such pods print as Unknown while they are being deleted.
 const nodeLostReason = "NodeLost"
 
-// Pods prints pods as NAME READY STATUS RESTARTS AGE, wide IP NODE NOMINATED NODE READINESS GATES.
-var Pods = newTable(
-	[]metav1.TableColumnDefinition{
-		nameColumn,
-		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
-		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
-		{Name: "Restarts", Type: "string", Description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."},
-		ageColumn,
-		{Name: "IP", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["podIP"]},
-		{Name: "Node", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["nodeName"]},
-		{Name: "Nominated Node", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"]},
-		{Name: "Readiness Gates", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["readinessGates"]},
-	},
-	podRow,
-)
+// Pods prints pods as NAME READY STATUS RESTARTS AGE, wide IP NODE NOMINATED NODE READINESS
+// GATES; rows of finished pods carry a Completed condition.
+var Pods rest.TableConvertor = newViewTable(func(pod *corev1.Pod) podRow { return podRow{pod, summarizePod(pod)} },
+	nameColumn[podRow](),
+	stringColumn("Ready", "The aggregate readiness state of this pod for accepting traffic.", func(r podRow) any {
+		return fmt.Sprintf("%d/%d", r.summary.ready, r.summary.total)
+	}),
+	stringColumn("Status", "The aggregate status of the containers in this pod.", func(r podRow) any { return r.summary.status }),
+	timedColumn("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.", func(r podRow, now time.Time) any {
+		if r.summary.restarts == 0 || r.summary.lastRestart.IsZero() {
+			return strconv.Itoa(r.summary.restarts)
+		}
+		return fmt.Sprintf("%d (%s ago)", r.summary.restarts, age(r.summary.lastRestart, now))
+	}),
+	ageColumn[podRow](),
+	stringColumn("IP", doc(corev1.PodStatus{}, "podIP"), func(r podRow) any {
+		if len(r.Status.PodIPs) == 0 {
+			return "<none>"
+		}
+		return orNone(r.Status.PodIPs[0].IP)
+	}).wide(),
+	stringColumn("Node", doc(corev1.PodSpec{}, "nodeName"), func(r podRow) any { return orNone(r.Spec.NodeName) }).wide(),
+	stringColumn("Nominated Node", doc(corev1.PodStatus{}, "nominatedNodeName"), func(r podRow) any { return orNone(r.Status.NominatedNodeName) }).wide(),
+	stringColumn("Readiness Gates", doc(corev1.PodSpec{}, "readinessGates"), func(r podRow) any { return readinessGates(r.Pod) }).wide(),
+).withConditions(finishedPodConditions)
 
-// Finished pods are flagged so clients can tell them apart without re-deriving the status.
-var (
-	podSucceededConditions = []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodSucceeded), Message: "The pod has completed successfully."}}
-	podFailedConditions    = []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(corev1.PodFailed), Message: "The pod failed."}}
-)
+// podRow is a pod with the summary its READY, STATUS and RESTARTS cells share.
+type podRow struct {
+	*corev1.Pod
+	summary podSummary
+}
 
-func podRow(pod *corev1.Pod) (metav1.TableRow, error) {
-	var row metav1.TableRow
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded:
-		row.Conditions = podSucceededConditions
-	case corev1.PodFailed:
-		row.Conditions = podFailedConditions
-	}
+// finishedPodMessages flags finished pods, by phase, so clients can tell them apart without
+// re-deriving the status.
+var finishedPodMessages = map[corev1.PodPhase]string{
+	corev1.PodSucceeded: "The pod has completed successfully.",
+	corev1.PodFailed:    "The pod failed.",
+}
 
-	s := summarizePod(pod)
-	restarts := strconv.Itoa(s.restarts)
-	if s.restarts != 0 && !s.lastRestart.IsZero() {
-		restarts = fmt.Sprintf("%d (%s ago)", s.restarts, age(metav1.NewTime(s.lastRestart)))
+func finishedPodConditions(pod *corev1.Pod) []metav1.TableRowCondition {
+	message, finished := finishedPodMessages[pod.Status.Phase]
+	if !finished {
+		return nil
 	}
-	podIP := ""
-	if len(pod.Status.PodIPs) > 0 {
-		podIP = pod.Status.PodIPs[0].IP
-	}
-	row.Cells = []any{
-		pod.Name,
-		fmt.Sprintf("%d/%d", s.ready, s.total),
-		s.status,
-		restarts,
-		age(pod.CreationTimestamp),
-		orNone(podIP),
-		orNone(pod.Spec.NodeName),
-		orNone(pod.Status.NominatedNodeName),
-		readinessGates(pod),
-	}
-	return row, nil
+	return []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(pod.Status.Phase), Message: message}}
 }
 
 type podSummary struct {

@@ -2,14 +2,14 @@
 // (Accept: application/json;as=Table;v=v1;g=meta.k8s.io), with the columns and cell formats of
 // upstream Kubernetes 1.37.
 //
-// Like the upstream API server, rows always carry the wide (priority 1) cells; kubectl hides
-// those columns unless asked for -o wide.
+// Each resource's table is a list of columns, each a definition clients see and the function
+// that reads its cell from an object. Like the upstream API server, rows always carry the wide
+// (priority 1) cells; kubectl hides those columns unless asked for -o wide.
 package printers
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,40 +17,105 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/clock"
 )
 
-// now is the clock ages are measured against; tests replace it.
-var now = time.Now
+// object is what a table prints: a served object with object metadata.
+type object interface {
+	runtime.Object
+	metav1.Object
+}
 
-// Shared column descriptions, as upstream takes them from the API documentation.
-var (
-	objectMetaDoc = metav1.ObjectMeta{}.SwaggerDoc()
-	nameColumn    = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: objectMetaDoc["name"]}
-	ageColumn     = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: objectMetaDoc["creationTimestamp"]}
-)
+// column is one column of a table. Its cell is read from a row and the instant the table is
+// printed at, so that every age in one table is measured from the same moment.
+type column[T any] struct {
+	def  metav1.TableColumnDefinition
+	cell func(obj T, now time.Time) any
+}
 
-// New returns a rest.TableConvertor built from column definitions and a row function; it
-// handles single objects and lists (meta.ExtractList), sets metav1.Table.ResourceVersion,
-// Continue and RemainingItemCount from list meta, points each row's Object at the printed
-// object, and honours NoHeaders of *metav1.TableOptions.
-func New[T runtime.Object](columns []metav1.TableColumnDefinition, row func(obj T) ([]any, error)) rest.TableConvertor {
-	return newTable(columns, func(obj T) (metav1.TableRow, error) {
-		cells, err := row(obj)
-		return metav1.TableRow{Cells: cells}, err
+// Column constructors, named for the column type clients read the cells as.
+func stringColumn[T any](name, description string, cell func(T) any) column[T] {
+	return timedColumn(name, "string", description, func(obj T, _ time.Time) any { return cell(obj) })
+}
+
+func integerColumn[T any](name, description string, cell func(T) any) column[T] {
+	return timedColumn(name, "integer", description, func(obj T, _ time.Time) any { return cell(obj) })
+}
+
+func booleanColumn[T any](name, description string, cell func(T) any) column[T] {
+	return timedColumn(name, "boolean", description, func(obj T, _ time.Time) any { return cell(obj) })
+}
+
+// timedColumn is a column whose cell depends on when the table is printed.
+func timedColumn[T any](name, kind, description string, cell func(T, time.Time) any) column[T] {
+	return column[T]{def: metav1.TableColumnDefinition{Name: name, Type: kind, Description: description}, cell: cell}
+}
+
+// wide marks a column kubectl shows only with -o wide.
+func (c column[T]) wide() column[T] {
+	c.def.Priority = 1
+	return c
+}
+
+// names marks a column whose cells are object names.
+func (c column[T]) names() column[T] {
+	c.def.Format = "name"
+	return c
+}
+
+// The columns most tables share, described as upstream describes them: from the API
+// documentation of object metadata.
+func nameColumn[T metav1.Object]() column[T] {
+	return stringColumn("Name", doc(metav1.ObjectMeta{}, "name"), func(obj T) any { return obj.GetName() }).names()
+}
+
+func ageColumn[T metav1.Object]() column[T] {
+	return timedColumn("Age", "string", doc(metav1.ObjectMeta{}, "creationTimestamp"), func(obj T, now time.Time) any {
+		return age(obj.GetCreationTimestamp().Time, now)
 	})
 }
 
-// newTable is New for printers that also set row conditions.
-func newTable[T runtime.Object](columns []metav1.TableColumnDefinition, row func(obj T) (metav1.TableRow, error)) rest.TableConvertor {
-	return &table[T]{columns: columns, row: row}
+// doc is the API documentation of one field of an API type.
+func doc(apiType interface{ SwaggerDoc() map[string]string }, field string) string {
+	return apiType.SwaggerDoc()[field]
 }
 
-type table[T runtime.Object] struct {
-	columns []metav1.TableColumnDefinition
-	row     func(T) (metav1.TableRow, error)
+// table prints one resource, of type T. Its columns read cells from a row view R of each object:
+// the object itself for most resources, or the object with what several cells derive from it.
+// Resources whose rows flag finished objects set conditions.
+type table[T object, R any] struct {
+	view       func(T) R
+	columns    []column[R]
+	conditions func(T) []metav1.TableRowCondition
+	clock      clock.PassiveClock
 }
 
-func (t *table[T]) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+func newTable[T object](columns ...column[T]) *table[T, T] {
+	return newViewTable(func(obj T) T { return obj }, columns...)
+}
+
+func newViewTable[T object, R any](view func(T) R, columns ...column[R]) *table[T, R] {
+	return &table[T, R]{view: view, columns: columns, clock: clock.RealClock{}}
+}
+
+// withClock is a copy of the table that measures ages against c: the way to print at a
+// known instant.
+func (t *table[T, R]) withClock(c clock.PassiveClock) rest.TableConvertor {
+	clocked := *t
+	clocked.clock = c
+	return &clocked
+}
+
+// withConditions adds row conditions to a table.
+func (t *table[T, R]) withConditions(conditions func(T) []metav1.TableRowCondition) *table[T, R] {
+	t.conditions = conditions
+	return t
+}
+
+// ConvertToTable prints a single object or a list (meta.ExtractList), sets
+// metav1.Table.ResourceVersion, Continue and RemainingItemCount from list meta, points each
+// row's Object at the printed object, and honours NoHeaders of *metav1.TableOptions.
+func (t *table[T, R]) ConvertToTable(_ context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
 	noHeaders, err := noHeaders(tableOptions)
 	if err != nil {
 		return nil, err
@@ -62,6 +127,7 @@ func (t *table[T]) ConvertToTable(_ context.Context, obj runtime.Object, tableOp
 		}
 	}
 
+	now := t.clock.Now()
 	out := &metav1.Table{Rows: make([]metav1.TableRow, 0, len(items))}
 	for _, item := range items {
 		typed, ok := item.(T)
@@ -69,15 +135,21 @@ func (t *table[T]) ConvertToTable(_ context.Context, obj runtime.Object, tableOp
 			var want T
 			return nil, fmt.Errorf("cannot print %T in a table of %T", item, want)
 		}
-		row, err := t.row(typed)
-		if err != nil {
-			return nil, fmt.Errorf("printing %T %s: %w", item, objectName(item), err)
+		row := metav1.TableRow{Cells: make([]any, len(t.columns)), Object: runtime.RawExtension{Object: item}}
+		view := t.view(typed)
+		for i, c := range t.columns {
+			row.Cells[i] = c.cell(view, now)
 		}
-		row.Object = runtime.RawExtension{Object: item}
+		if t.conditions != nil {
+			row.Conditions = t.conditions(typed)
+		}
 		out.Rows = append(out.Rows, row)
 	}
 	if !noHeaders {
-		out.ColumnDefinitions = slices.Clone(t.columns)
+		out.ColumnDefinitions = make([]metav1.TableColumnDefinition, len(t.columns))
+		for i, c := range t.columns {
+			out.ColumnDefinitions[i] = c.def
+		}
 	}
 	if l, err := meta.ListAccessor(obj); err == nil {
 		out.ResourceVersion = l.GetResourceVersion()
@@ -100,30 +172,12 @@ func noHeaders(tableOptions runtime.Object) (bool, error) {
 	}
 }
 
-func objectName(obj runtime.Object) string {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	if m.GetNamespace() == "" {
-		return m.GetName()
-	}
-	return m.GetNamespace() + "/" + m.GetName()
-}
-
-// age is how long ago t was, the way kubectl shows it; a missing time is "<unknown>".
-func age(t metav1.Time) string {
+// age is how long before now t was, the way kubectl shows it; a missing time is "<unknown>".
+func age(t, now time.Time) string {
 	if t.IsZero() {
 		return "<unknown>"
 	}
-	return duration.HumanDuration(now().Sub(t.Time))
-}
-
-func microAge(t metav1.MicroTime) string {
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now().Sub(t.Time))
+	return duration.HumanDuration(now.Sub(t))
 }
 
 // orNone is how tables show an empty value that a reader would otherwise miss.

@@ -2,7 +2,6 @@ package printers
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
@@ -22,20 +23,20 @@ import (
 
 var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
-// freezeClock makes ages deterministic for the test.
-func freezeClock(t *testing.T) {
-	t.Helper()
-	now = func() time.Time { return testNow }
-	t.Cleanup(func() { now = time.Now })
+// frozen is c printing at testNow, so that ages are deterministic.
+func frozen(c rest.TableConvertor) rest.TableConvertor {
+	return c.(interface {
+		withClock(clock.PassiveClock) rest.TableConvertor
+	}).withClock(clocktesting.NewFakePassiveClock(testNow))
 }
 
-// ago is a timestamp d before the frozen now.
+// ago is a timestamp d before testNow.
 func ago(d time.Duration) metav1.Time { return metav1.NewTime(testNow.Add(-d)) }
 
 // cells converts obj with c and returns the cells of its single row.
 func cells(t *testing.T, c rest.TableConvertor, obj runtime.Object) []any {
 	t.Helper()
-	table, err := c.ConvertToTable(context.Background(), obj, nil)
+	table, err := frozen(c).ConvertToTable(context.Background(), obj, nil)
 	if err != nil {
 		t.Fatalf("ConvertToTable: %v", err)
 	}
@@ -46,7 +47,6 @@ func cells(t *testing.T, c rest.TableConvertor, obj runtime.Object) []any {
 }
 
 func TestConvertToTable(t *testing.T) {
-	freezeClock(t)
 	list := &corev1.SecretList{
 		ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: "next", RemainingItemCount: ptr.To[int64](7)},
 		Items: []corev1.Secret{
@@ -99,7 +99,7 @@ func TestConvertToTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			table, err := Secrets.ConvertToTable(context.Background(), tt.obj, tt.options)
+			table, err := frozen(Secrets).ConvertToTable(context.Background(), tt.obj, tt.options)
 			if err != nil {
 				t.Fatalf("ConvertToTable: %v", err)
 			}
@@ -126,7 +126,7 @@ func TestConvertToTable(t *testing.T) {
 	}
 
 	t.Run("rows point at the list items", func(t *testing.T) {
-		table, err := Secrets.ConvertToTable(context.Background(), list, nil)
+		table, err := frozen(Secrets).ConvertToTable(context.Background(), list, nil)
 		if err != nil {
 			t.Fatalf("ConvertToTable: %v", err)
 		}
@@ -147,7 +147,7 @@ func TestConvertToTable(t *testing.T) {
 	}
 	for _, tt := range errorTests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Secrets.ConvertToTable(context.Background(), tt.obj, tt.options)
+			_, err := frozen(Secrets).ConvertToTable(context.Background(), tt.obj, tt.options)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want one containing %q", err, tt.want)
 			}
@@ -155,22 +155,8 @@ func TestConvertToTable(t *testing.T) {
 	}
 }
 
-func TestNewRowError(t *testing.T) {
-	broken := New([]metav1.TableColumnDefinition{nameColumn}, func(*corev1.Pod) ([]any, error) {
-		return nil, errBroken
-	})
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
-	_, err := broken.ConvertToTable(context.Background(), pod, nil)
-	if err == nil || !strings.Contains(err.Error(), "ns/p") || !strings.Contains(err.Error(), errBroken.Error()) {
-		t.Errorf("error = %v, want it to name ns/p and wrap %q", err, errBroken)
-	}
-}
-
-var errBroken = errors.New("row broken")
-
 // TestColumns checks every convertor's column definitions against the cells it produces.
 func TestColumns(t *testing.T) {
-	freezeClock(t)
 	tests := []struct {
 		name      string
 		convertor rest.TableConvertor
@@ -191,6 +177,7 @@ func TestColumns(t *testing.T) {
 		{"volume attachments", VolumeAttachments, &storagev1.VolumeAttachment{}, "Name", nil},
 		{"csi nodes", CSINodes, &storagev1.CSINode{}, "Name", nil},
 		{"csrs", CertificateSigningRequests, &certificatesv1.CertificateSigningRequest{}, "Name", nil},
+		{"cluster trust bundles", ClusterTrustBundles, &certificatesv1.ClusterTrustBundle{}, "Name", nil},
 		{"gmsa credential specs", GMSACredentialSpecs, &windowsv1.GMSACredentialSpec{}, "Name", nil},
 	}
 	for _, tt := range tests {

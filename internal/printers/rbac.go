@@ -1,7 +1,7 @@
 package printers
 
 import (
-	"fmt"
+	"k8s.io/apiserver/pkg/registry/rest"
 	"strings"
 	"time"
 
@@ -10,69 +10,64 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Upstream has no printer for roles, so its server falls back to the default table: the name and
-// the creation time as an RFC 3339 date rather than an age.
-var roleColumns = []metav1.TableColumnDefinition{
-	nameColumn,
-	{Name: "Created At", Type: "date", Description: objectMetaDoc["creationTimestamp"]},
-}
-
-func createdAt(t metav1.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// Roles prints roles as NAME CREATED AT.
-var Roles = New(roleColumns, func(r *rbacv1.Role) ([]any, error) {
-	return []any{r.Name, createdAt(r.CreationTimestamp)}, nil
-})
+// Roles prints roles as NAME CREATED AT. Upstream has no printer for roles, so its server
+// falls back to the default table: the name and the creation time as an RFC 3339 date rather
+// than an age.
+var Roles rest.TableConvertor = newTable(nameColumn[*rbacv1.Role](), createdAtColumn[*rbacv1.Role]())
 
 // ClusterRoles prints cluster roles as NAME CREATED AT.
-var ClusterRoles = New(roleColumns, func(r *rbacv1.ClusterRole) ([]any, error) {
-	return []any{r.Name, createdAt(r.CreationTimestamp)}, nil
-})
+var ClusterRoles rest.TableConvertor = newTable(nameColumn[*rbacv1.ClusterRole](), createdAtColumn[*rbacv1.ClusterRole]())
+
+func createdAtColumn[T object]() column[T] {
+	c := stringColumn("Created At", doc(metav1.ObjectMeta{}, "creationTimestamp"), func(obj T) any {
+		return obj.GetCreationTimestamp().UTC().Format(time.RFC3339)
+	})
+	c.def.Type = "date"
+	return c
+}
 
 // RoleBindings prints role bindings as NAME ROLE AGE, and USERS GROUPS SERVICEACCOUNTS wide.
 // The ROLE description is the v1beta1 one, which is what upstream's column definitions carry.
-var RoleBindings = New(bindingColumns(rbacv1beta1.RoleBinding{}.SwaggerDoc()["roleRef"], "roleBinding"),
-	func(b *rbacv1.RoleBinding) ([]any, error) {
-		return bindingCells(b.Name, b.RoleRef, b.Subjects, b.CreationTimestamp), nil
-	})
+var RoleBindings rest.TableConvertor = newTable(bindingColumns("roleBinding", doc(rbacv1beta1.RoleBinding{}, "roleRef"),
+	func(b *rbacv1.RoleBinding) (rbacv1.RoleRef, []rbacv1.Subject) { return b.RoleRef, b.Subjects })...)
 
 // ClusterRoleBindings prints cluster role bindings as RoleBindings does.
-var ClusterRoleBindings = New(bindingColumns(rbacv1beta1.ClusterRoleBinding{}.SwaggerDoc()["roleRef"], "clusterRoleBinding"),
-	func(b *rbacv1.ClusterRoleBinding) ([]any, error) {
-		return bindingCells(b.Name, b.RoleRef, b.Subjects, b.CreationTimestamp), nil
-	})
+var ClusterRoleBindings rest.TableConvertor = newTable(bindingColumns("clusterRoleBinding", doc(rbacv1beta1.ClusterRoleBinding{}, "roleRef"),
+	func(b *rbacv1.ClusterRoleBinding) (rbacv1.RoleRef, []rbacv1.Subject) { return b.RoleRef, b.Subjects })...)
 
-func bindingColumns(roleRefDoc, kind string) []metav1.TableColumnDefinition {
-	return []metav1.TableColumnDefinition{
-		nameColumn,
-		{Name: "Role", Type: "string", Description: roleRefDoc},
-		ageColumn,
-		{Name: "Users", Type: "string", Priority: 1, Description: "Users in the " + kind},
-		{Name: "Groups", Type: "string", Priority: 1, Description: "Groups in the " + kind},
-		{Name: "ServiceAccounts", Type: "string", Priority: 1, Description: "ServiceAccounts in the " + kind},
+// bindingColumns are the columns of both binding kinds, read through binding.
+func bindingColumns[T object](kind, roleRefDoc string, binding func(T) (rbacv1.RoleRef, []rbacv1.Subject)) []column[T] {
+	subjects := func(subjectKind, title string) column[T] {
+		return stringColumn(title, title+" in the "+kind, func(b T) any {
+			_, s := binding(b)
+			return subjectsOfKind(s, subjectKind)
+		}).wide()
+	}
+	return []column[T]{
+		nameColumn[T](),
+		stringColumn("Role", roleRefDoc, func(b T) any {
+			ref, _ := binding(b)
+			return ref.Kind + "/" + ref.Name
+		}),
+		ageColumn[T](),
+		subjects(rbacv1.UserKind, "Users"),
+		subjects(rbacv1.GroupKind, "Groups"),
+		subjects(rbacv1.ServiceAccountKind, "ServiceAccounts"),
 	}
 }
 
-// bindingCells lists subjects by kind; service accounts show as namespace/name. Subjects of other
-// kinds, which validation refuses, are not shown.
-func bindingCells(name string, ref rbacv1.RoleRef, subjects []rbacv1.Subject, created metav1.Time) []any {
-	var users, groups, serviceAccounts []string
+// subjectsOfKind lists the subjects of one kind, service accounts as namespace/name. Subjects
+// of other kinds, which validation refuses, are not shown.
+func subjectsOfKind(subjects []rbacv1.Subject, kind string) string {
+	var names []string
 	for _, s := range subjects {
-		switch s.Kind {
-		case rbacv1.UserKind:
-			users = append(users, s.Name)
-		case rbacv1.GroupKind:
-			groups = append(groups, s.Name)
-		case rbacv1.ServiceAccountKind:
-			serviceAccounts = append(serviceAccounts, s.Namespace+"/"+s.Name)
+		switch {
+		case s.Kind != kind:
+		case kind == rbacv1.ServiceAccountKind:
+			names = append(names, s.Namespace+"/"+s.Name)
+		default:
+			names = append(names, s.Name)
 		}
 	}
-	return []any{
-		name,
-		fmt.Sprintf("%s/%s", ref.Kind, ref.Name),
-		age(created),
-		strings.Join(users, ", "),
-		strings.Join(groups, ", "),
-		strings.Join(serviceAccounts, ", "),
-	}
+	return strings.Join(names, ", ")
 }

@@ -13,7 +13,6 @@ import (
 )
 
 func TestRBACTables(t *testing.T) {
-	freezeClock(t)
 	created := metav1.NewTime(time.Date(2026, 4, 30, 9, 30, 0, 0, time.FixedZone("CEST", 2*3600)))
 	subjects := []rbacv1.Subject{
 		{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"},
@@ -72,7 +71,7 @@ func TestRBACTables(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			table, err := tc.convertor.ConvertToTable(context.Background(), tc.obj, nil)
+			table, err := frozen(tc.convertor).ConvertToTable(context.Background(), tc.obj, nil)
 			if err != nil {
 				t.Fatalf("ConvertToTable: %v", err)
 			}

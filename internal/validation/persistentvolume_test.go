@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func validPV() *corev1.PersistentVolume {
@@ -188,4 +189,55 @@ func TestValidatePersistentVolumeStatusUpdate(t *testing.T) {
 
 	newPV.ResourceVersion = ""
 	expectErrors(t, ValidatePersistentVolumeStatusUpdate(newPV, oldPV), invalid("metadata.resourceVersion"))
+}
+
+func TestValidateAccessModes(t *testing.T) {
+	type modes = []corev1.PersistentVolumeAccessMode
+	tests := []struct {
+		name  string
+		modes modes
+		want  []want
+	}{
+		{name: "none", want: []want{required("modes")}},
+		{name: "one shared mode", modes: modes{corev1.ReadOnlyMany}},
+		{name: "all shared modes, repeated", modes: modes{corev1.ReadWriteOnce, corev1.ReadOnlyMany, corev1.ReadWriteMany, corev1.ReadWriteOnce}},
+		{name: "ReadWriteOncePod alone", modes: modes{corev1.ReadWriteOncePod}},
+		{name: "ReadWriteOncePod twice", modes: modes{corev1.ReadWriteOncePod, corev1.ReadWriteOncePod}},
+		{name: "ReadWriteOncePod with a shared mode", modes: modes{corev1.ReadWriteOnce, corev1.ReadWriteOncePod}, want: []want{forbidden("modes")}},
+		{name: "unknown modes", modes: modes{"ReadSometimes", "readwriteonce"}, want: []want{notSupported("modes"), notSupported("modes")}},
+		{name: "ReadWriteOncePod with an unknown mode", modes: modes{corev1.ReadWriteOncePod, "ReadSometimes"}, want: []want{notSupported("modes")}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			expectErrors(t, validateAccessModes(tc.modes, field.NewPath("modes")), tc.want...)
+		})
+	}
+}
+
+func TestVolumeEnums(t *testing.T) {
+	tests := []struct {
+		name    string
+		errs    field.ErrorList
+		refused bool
+	}{
+		{"reclaim policy Delete", volumeEnumValue(volumeReclaimPolicies, corev1.PersistentVolumeReclaimDelete, field.NewPath("f")), false},
+		{"reclaim policy Recycle", volumeEnumValue(volumeReclaimPolicies, corev1.PersistentVolumeReclaimRecycle, field.NewPath("f")), false},
+		{"reclaim policy Retain", volumeEnumValue(volumeReclaimPolicies, corev1.PersistentVolumeReclaimRetain, field.NewPath("f")), false},
+		{"reclaim policy in lower case", volumeEnumValue(volumeReclaimPolicies, "retain", field.NewPath("f")), true},
+		{"volume mode Block", volumeEnumValue(volumeModes, corev1.PersistentVolumeBlock, field.NewPath("f")), false},
+		{"volume mode Filesystem", volumeEnumValue(volumeModes, corev1.PersistentVolumeFilesystem, field.NewPath("f")), false},
+		{"empty volume mode", volumeEnumValue(volumeModes, "", field.NewPath("f")), true},
+		{"resize pending on the node", volumeEnumValue(claimResizeStatuses, corev1.PersistentVolumeClaimNodeResizePending, field.NewPath("f")), false},
+		{"resize infeasible in the controller", volumeEnumValue(claimResizeStatuses, corev1.PersistentVolumeClaimControllerResizeInfeasible, field.NewPath("f")), false},
+		{"unknown resize status", volumeEnumValue(claimResizeStatuses, "Resizing", field.NewPath("f")), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.refused {
+				expectErrors(t, tc.errs)
+				return
+			}
+			expectErrors(t, tc.errs, notSupported("f"))
+		})
+	}
 }

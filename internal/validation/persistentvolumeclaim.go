@@ -8,9 +8,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
-var supportedClaimResourceStatuses = sets.New(
+// claimResizeStatuses are the states the resizers report for a claim's resources.
+var claimResizeStatuses = sets.New(
 	corev1.PersistentVolumeClaimControllerResizeInProgress,
 	corev1.PersistentVolumeClaimControllerResizeInfeasible,
 	corev1.PersistentVolumeClaimNodeResizePending,
@@ -18,114 +20,263 @@ var supportedClaimResourceStatuses = sets.New(
 	corev1.PersistentVolumeClaimNodeResizeInfeasible,
 )
 
+// claimSpecRule checks one aspect of a claim's spec; fldPath is the spec's.
+type claimSpecRule func(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList
+
+// persistentVolumeClaimSpecRules are the rules of a claim's spec, in the order they report.
+var persistentVolumeClaimSpecRules = []claimSpecRule{
+	func(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
+		return validateAccessModes(spec.AccessModes, fldPath.Child("accessModes"))
+	},
+	func(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
+		if spec.Selector == nil {
+			return nil
+		}
+		return validateLabelSelector(spec.Selector, fldPath.Child("selector"))
+	},
+	claimRequestsStorage,
+	func(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
+		return optionalClassName(spec.StorageClassName, fldPath.Child("storageClassName"))
+	},
+	func(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
+		if spec.VolumeMode == nil {
+			return nil
+		}
+		return volumeEnumValue(volumeModes, *spec.VolumeMode, fldPath.Child("volumeMode"))
+	},
+	claimDataSources,
+	func(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
+		return optionalClassName(spec.VolumeAttributesClassName, fldPath.Child("volumeAttributesClassName"))
+	},
+}
+
 // ValidatePersistentVolumeClaim validates a claim on create.
 func ValidatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.ErrorList {
 	allErrs := validateObjectMeta(&pvc.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	return append(allErrs, validatePersistentVolumeClaimSpec(&pvc.Spec, field.NewPath("spec"))...)
 }
 
-// ValidatePersistentVolumeClaimUpdate validates an update of a claim. Claims
-// are immutable so that quota and limit ranges cannot be gamed, except for
-// what binding and expansion need: volumeName is set once, a bound claim may
-// grow (or shrink back towards its real capacity after a failed expansion)
-// and change its volume attributes class, and a nil storage class may be
-// filled in from the legacy beta annotation.
+func validatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
+	return checkSpecRules(persistentVolumeClaimSpecRules, spec, fldPath)
+}
+
+// claimRequestsStorage: a claim asks for a positive amount of storage.
+func claimRequestsStorage(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
+	storagePath := fldPath.Child("resources", "requests").Key(string(corev1.ResourceStorage))
+	amount, requested := spec.Resources.Requests[corev1.ResourceStorage]
+	if !requested {
+		return field.ErrorList{field.Required(storagePath, "")}
+	}
+	return validatePositiveQuantity(amount, storagePath)
+}
+
+// optionalClassName checks a class name where nil and empty both mean none.
+func optionalClassName(name *string, fldPath *field.Path) field.ErrorList {
+	if ptr.Deref(name, "") == "" {
+		return nil
+	}
+	return nameErrors(apivalidation.NameIsDNSSubdomain, *name, fldPath)
+}
+
+// claimDataSources: dataSource is the legacy spelling of dataSourceRef. When both are given
+// they must agree, and cross-namespace sources exist only in the new field.
+func claimDataSources(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	legacy, ref := spec.DataSource, spec.DataSourceRef
+	if legacy != nil {
+		allErrs = validateDataSource(legacy.APIGroup, legacy.Kind, legacy.Name, fldPath.Child("dataSource"))
+	}
+	if ref == nil {
+		return allErrs
+	}
+	refPath := fldPath.Child("dataSourceRef")
+	allErrs = append(allErrs, validateDataSource(ref.APIGroup, ref.Kind, ref.Name, refPath)...)
+	otherNamespace := ptr.Deref(ref.Namespace, "") != ""
+	if otherNamespace {
+		allErrs = append(allErrs, nameErrors(apivalidation.ValidateNamespaceName, *ref.Namespace, refPath.Child("namespace"))...)
+	}
+	switch {
+	case legacy == nil:
+	case otherNamespace:
+		allErrs = append(allErrs, field.Invalid(fldPath, fldPath.Child("dataSource"), "may not be specified when dataSourceRef.namespace is specified"))
+	case !ptr.Equal(legacy.APIGroup, ref.APIGroup) || legacy.Kind != ref.Kind || legacy.Name != ref.Name:
+		allErrs = append(allErrs, field.Invalid(fldPath, fldPath.Child("dataSource"), "must match dataSourceRef"))
+	}
+	return allErrs
+}
+
+// validateDataSource checks what a claim is populated from: a named object of a kind, which
+// in the core group can only be another claim.
+func validateDataSource(apiGroup *string, kind, name string, fldPath *field.Path) field.ErrorList {
+	allErrs := requireString(name, fldPath.Child("name"))
+	allErrs = append(allErrs, requireString(kind, fldPath.Child("kind"))...)
+	if group := ptr.Deref(apiGroup, ""); group != "" {
+		return append(allErrs, validateDNS1123Subdomain(group, fldPath.Child("apiGroup"))...)
+	}
+	if kind != "PersistentVolumeClaim" {
+		allErrs = append(allErrs, field.Invalid(fldPath, kind, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"))
+	}
+	return allErrs
+}
+
+// claimUpdateRule checks one change between a claim's old and new version.
+type claimUpdateRule func(newPVC, oldPVC *corev1.PersistentVolumeClaim) field.ErrorList
+
+// persistentVolumeClaimUpdateRules are the rules of a claim update, in the order they report.
+var persistentVolumeClaimUpdateRules = []claimUpdateRule{
+	claimClassAnnotationFixed,
+	claimSpecFixed,
+	claimNotBelowCapacity,
+	func(newPVC, oldPVC *corev1.PersistentVolumeClaim) field.ErrorList {
+		return apivalidation.ValidateImmutableField(newPVC.Spec.VolumeMode, oldPVC.Spec.VolumeMode, field.NewPath("spec", "volumeMode"))
+	},
+	claimKeepsAttributesClass,
+}
+
+// ValidatePersistentVolumeClaimUpdate validates an update of a claim.
 func ValidatePersistentVolumeClaimUpdate(newPVC, oldPVC *corev1.PersistentVolumeClaim) field.ErrorList {
 	allErrs := validateObjectMetaUpdate(&newPVC.ObjectMeta, &oldPVC.ObjectMeta, field.NewPath("metadata"))
 	allErrs = append(allErrs, ValidatePersistentVolumeClaim(newPVC)...)
-
-	newSpec := *newPVC.Spec.DeepCopy()
-	oldSpec := *oldPVC.Spec.DeepCopy()
-	if oldSpec.VolumeName == "" {
-		oldSpec.VolumeName = newSpec.VolumeName
-	}
-
-	oldClass, oldHasAnnotation := oldPVC.Annotations[corev1.BetaStorageClassAnnotation]
-	newClass, newHasAnnotation := newPVC.Annotations[corev1.BetaStorageClassAnnotation]
-	switch {
-	case oldHasAnnotation && oldSpec.StorageClassName == nil && newSpec.StorageClassName != nil &&
-		*newSpec.StorageClassName == oldClass && (!newHasAnnotation || newClass == oldClass):
-		// Upgrade from the beta annotation to the field.
-		newSpec.StorageClassName = nil
-	default:
-		if newClass != oldClass {
-			allErrs = append(allErrs, field.Invalid(field.NewPath("metadata", "annotations").Key(corev1.BetaStorageClassAnnotation), newClass, apivalidation.FieldImmutableErrorMsg))
-		}
-		if oldSpec.StorageClassName == nil && newSpec.StorageClassName != nil && (!oldHasAnnotation || *newSpec.StorageClassName == oldClass) {
-			newSpec.StorageClassName = nil
-		}
-	}
-
-	if newPVC.Status.Phase == corev1.ClaimBound {
-		if newSpec.Resources.Requests != nil {
-			if storage, ok := oldPVC.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
-				newSpec.Resources.Requests[corev1.ResourceStorage] = storage
-			} else {
-				delete(newSpec.Resources.Requests, corev1.ResourceStorage)
-			}
-		}
-		if newSpec.VolumeAttributesClassName != nil {
-			newSpec.VolumeAttributesClassName = oldSpec.VolumeAttributesClassName
-		}
-	}
-	if !apiequality.Semantic.DeepEqual(newSpec, oldSpec) {
-		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec"),
-			"spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n"+cmp.Diff(oldSpec, newSpec)))
-	}
-
-	oldSize := oldPVC.Spec.Resources.Requests[corev1.ResourceStorage]
-	newSize := newPVC.Spec.Resources.Requests[corev1.ResourceStorage]
-	statusSize := oldPVC.Status.Capacity[corev1.ResourceStorage]
-	if newSize.Cmp(oldSize) < 0 && newSize.Cmp(statusSize) <= 0 {
-		// Shrinking is only a way back from a failed expansion, never below
-		// what the volume really has.
-		allErrs = append(allErrs, field.Forbidden(field.NewPath("spec", "resources", "requests", "storage"), "field can not be less than status.capacity"))
-	}
-
-	allErrs = append(allErrs, apivalidation.ValidateImmutableField(newPVC.Spec.VolumeMode, oldPVC.Spec.VolumeMode, field.NewPath("spec", "volumeMode"))...)
-
-	if oldPVC.Spec.VolumeAttributesClassName != nil {
-		vacPath := field.NewPath("spec", "volumeAttributesClassName")
-		if newPVC.Spec.VolumeAttributesClassName == nil {
-			allErrs = append(allErrs, field.Forbidden(vacPath, "update from non-nil value to nil is forbidden"))
-		} else if *newPVC.Spec.VolumeAttributesClassName == "" {
-			allErrs = append(allErrs, field.Forbidden(vacPath, "update from non-nil value to an empty string is forbidden"))
-		}
+	for _, rule := range persistentVolumeClaimUpdateRules {
+		allErrs = append(allErrs, rule(newPVC, oldPVC)...)
 	}
 	return allErrs
 }
 
-// ValidatePersistentVolumeClaimStatusUpdate validates a write to the status
-// subresource, made by the PV controller and the resizers.
+// claimSpecFixed: claims are immutable, so that quota and limit ranges cannot be gamed, except
+// for what binding and expansion need. Each allowed change is undone on a copy of the new spec;
+// what remains must equal the old spec.
+func claimSpecFixed(newPVC, oldPVC *corev1.PersistentVolumeClaim) field.ErrorList {
+	spec := newPVC.Spec.DeepCopy()
+	for _, undo := range allowedClaimSpecChanges {
+		undo(spec, newPVC, oldPVC)
+	}
+	if apiequality.Semantic.DeepEqual(*spec, oldPVC.Spec) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec"),
+		"spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n"+cmp.Diff(oldPVC.Spec, *spec))}
+}
+
+// allowedClaimSpecChanges each undo, on a copy of the new spec, one change an update may make.
+var allowedClaimSpecChanges = []func(spec *corev1.PersistentVolumeClaimSpec, newPVC, oldPVC *corev1.PersistentVolumeClaim){
+	// Binding sets volumeName, once.
+	func(spec *corev1.PersistentVolumeClaimSpec, _, oldPVC *corev1.PersistentVolumeClaim) {
+		if oldPVC.Spec.VolumeName == "" {
+			spec.VolumeName = ""
+		}
+	},
+	func(spec *corev1.PersistentVolumeClaimSpec, newPVC, oldPVC *corev1.PersistentVolumeClaim) {
+		if claimClassFilledIn(newPVC, oldPVC) {
+			spec.StorageClassName = nil
+		}
+	},
+	// A bound claim may be resized (its storage request) and change its volume attributes
+	// class.
+	func(spec *corev1.PersistentVolumeClaimSpec, newPVC, oldPVC *corev1.PersistentVolumeClaim) {
+		if newPVC.Status.Phase != corev1.ClaimBound {
+			return
+		}
+		if spec.Resources.Requests != nil {
+			if before, ok := oldPVC.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+				spec.Resources.Requests[corev1.ResourceStorage] = before
+			} else {
+				delete(spec.Resources.Requests, corev1.ResourceStorage)
+			}
+		}
+		if spec.VolumeAttributesClassName != nil {
+			spec.VolumeAttributesClassName = oldPVC.Spec.VolumeAttributesClassName
+		}
+	},
+}
+
+// claimClassFilledIn: a claim without a storage class may be given one, provided it agrees
+// with the legacy beta annotation if the claim has that.
+func claimClassFilledIn(newPVC, oldPVC *corev1.PersistentVolumeClaim) bool {
+	if oldPVC.Spec.StorageClassName != nil || newPVC.Spec.StorageClassName == nil {
+		return false
+	}
+	annotated, ok := oldPVC.Annotations[corev1.BetaStorageClassAnnotation]
+	return !ok || *newPVC.Spec.StorageClassName == annotated
+}
+
+// claimClassAnnotationFixed: the legacy beta storage class annotation is fixed, except that
+// it may be dropped when its class moves into the field.
+func claimClassAnnotationFixed(newPVC, oldPVC *corev1.PersistentVolumeClaim) field.ErrorList {
+	newClass, kept := newPVC.Annotations[corev1.BetaStorageClassAnnotation]
+	oldClass, had := oldPVC.Annotations[corev1.BetaStorageClassAnnotation]
+	if newClass == oldClass {
+		return nil
+	}
+	if movedToField := had && !kept && claimClassFilledIn(newPVC, oldPVC); movedToField {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations").Key(corev1.BetaStorageClassAnnotation), newClass, apivalidation.FieldImmutableErrorMsg)}
+}
+
+// claimNotBelowCapacity: a request may shrink only as a way back from a failed expansion,
+// never to or below what the volume really has.
+func claimNotBelowCapacity(newPVC, oldPVC *corev1.PersistentVolumeClaim) field.ErrorList {
+	requested := newPVC.Spec.Resources.Requests[corev1.ResourceStorage]
+	before := oldPVC.Spec.Resources.Requests[corev1.ResourceStorage]
+	capacity := oldPVC.Status.Capacity[corev1.ResourceStorage]
+	if requested.Cmp(before) >= 0 || requested.Cmp(capacity) > 0 {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "resources", "requests", "storage"), "field can not be less than status.capacity")}
+}
+
+// claimKeepsAttributesClass: once set, a volume attributes class may change but not go away.
+func claimKeepsAttributesClass(newPVC, oldPVC *corev1.PersistentVolumeClaim) field.ErrorList {
+	if oldPVC.Spec.VolumeAttributesClassName == nil {
+		return nil
+	}
+	vacPath := field.NewPath("spec", "volumeAttributesClassName")
+	switch name := newPVC.Spec.VolumeAttributesClassName; {
+	case name == nil:
+		return field.ErrorList{field.Forbidden(vacPath, "update from non-nil value to nil is forbidden")}
+	case *name == "":
+		return field.ErrorList{field.Forbidden(vacPath, "update from non-nil value to an empty string is forbidden")}
+	}
+	return nil
+}
+
+// ValidatePersistentVolumeClaimStatusUpdate validates a write to the status subresource,
+// made by the PV controller and the resizers.
 func ValidatePersistentVolumeClaimStatusUpdate(newPVC, oldPVC *corev1.PersistentVolumeClaim) field.ErrorList {
 	allErrs := validateObjectMetaUpdate(&newPVC.ObjectMeta, &oldPVC.ObjectMeta, field.NewPath("metadata"))
-	if len(newPVC.Spec.AccessModes) == 0 {
-		allErrs = append(allErrs, field.Required(field.NewPath("spec", "accessModes"), ""))
+	allErrs = append(allErrs, requiredAccessModes(newPVC.Spec.AccessModes)...)
+	status := &newPVC.Status
+	capacityPath := field.NewPath("status", "capacity")
+	for name, amount := range status.Capacity {
+		allErrs = append(allErrs, validateNonnegativeQuantity(amount, capacityPath.Key(string(name)))...)
 	}
-	capPath := field.NewPath("status", "capacity")
-	for name, q := range newPVC.Status.Capacity {
-		allErrs = append(allErrs, validateNonnegativeQuantity(q, capPath.Key(string(name)))...)
+	statusesPath := field.NewPath("status", "allocatedResourceStatuses")
+	for name, resizeStatus := range status.AllocatedResourceStatuses {
+		allErrs = append(allErrs, validateClaimResourceKey(name, statusesPath)...)
+		allErrs = append(allErrs, volumeEnumValue(claimResizeStatuses, resizeStatus, statusesPath.Key(string(name)))...)
 	}
-	statusPath := field.NewPath("status", "allocatedResourceStatuses")
-	for name, status := range newPVC.Status.AllocatedResourceStatuses {
-		allErrs = append(allErrs, validateClaimResourceKey(name, statusPath)...)
-		if !supportedClaimResourceStatuses.Has(status) {
-			allErrs = append(allErrs, field.NotSupported(statusPath.Key(string(name)), status, sets.List(supportedClaimResourceStatuses)))
-		}
-	}
-	allocPath := field.NewPath("status", "allocatedResources")
-	for name, q := range newPVC.Status.AllocatedResources {
-		if errs := validateClaimResourceKey(name, allocPath); len(errs) > 0 {
+	allocatedPath := field.NewPath("status", "allocatedResources")
+	for name, amount := range status.AllocatedResources {
+		if errs := validateClaimResourceKey(name, allocatedPath); errs != nil {
 			allErrs = append(allErrs, errs...)
 			continue
 		}
-		allErrs = append(allErrs, validateResourceQuantityValue(corev1.ResourceStorage, q, allocPath.Key(string(name)))...)
+		allErrs = append(allErrs, validateResourceQuantityValue(corev1.ResourceStorage, amount, allocatedPath.Key(string(name)))...)
 	}
 	return allErrs
 }
 
-// validateClaimResourceKey allows storage as the only native resource of a
-// claim; other keys must be domain-qualified.
+// requiredAccessModes: status writers see the spec too, and a claim never loses its modes.
+func requiredAccessModes(modes []corev1.PersistentVolumeAccessMode) field.ErrorList {
+	if len(modes) > 0 {
+		return nil
+	}
+	return field.ErrorList{field.Required(field.NewPath("spec", "accessModes"), "")}
+}
+
+// validateClaimResourceKey allows storage as the only native resource of a claim; other keys
+// must be domain-qualified.
 func validateClaimResourceKey(name corev1.ResourceName, fldPath *field.Path) field.ErrorList {
 	if errs := validateQualifiedName(string(name), fldPath); len(errs) > 0 {
 		return errs
@@ -136,84 +287,12 @@ func validateClaimResourceKey(name corev1.ResourceName, fldPath *field.Path) fie
 	return nil
 }
 
-func validatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
-	allErrs := validateAccessModes(spec.AccessModes, fldPath.Child("accessModes"))
-	if spec.Selector != nil {
-		allErrs = append(allErrs, validateLabelSelector(spec.Selector, fldPath.Child("selector"))...)
-	}
-
-	storagePath := fldPath.Child("resources", "requests").Key(string(corev1.ResourceStorage))
-	if storage, ok := spec.Resources.Requests[corev1.ResourceStorage]; !ok {
-		allErrs = append(allErrs, field.Required(storagePath, ""))
-	} else {
-		allErrs = append(allErrs, validatePositiveQuantity(storage, storagePath)...)
-	}
-
-	if spec.StorageClassName != nil && *spec.StorageClassName != "" {
-		allErrs = append(allErrs, nameErrors(apivalidation.NameIsDNSSubdomain, *spec.StorageClassName, fldPath.Child("storageClassName"))...)
-	}
-	if spec.VolumeMode != nil && !supportedVolumeModes.Has(*spec.VolumeMode) {
-		allErrs = append(allErrs, field.NotSupported(fldPath.Child("volumeMode"), *spec.VolumeMode, sets.List(supportedVolumeModes)))
-	}
-
-	if spec.DataSource != nil {
-		allErrs = append(allErrs, validateDataSource(spec.DataSource.APIGroup, spec.DataSource.Kind, spec.DataSource.Name, fldPath.Child("dataSource"))...)
-	}
-	if ref := spec.DataSourceRef; ref != nil {
-		refPath := fldPath.Child("dataSourceRef")
-		allErrs = append(allErrs, validateDataSource(ref.APIGroup, ref.Kind, ref.Name, refPath)...)
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			allErrs = append(allErrs, nameErrors(apivalidation.ValidateNamespaceName, *ref.Namespace, refPath.Child("namespace"))...)
-		}
-	}
-	// dataSource is the legacy spelling of dataSourceRef; when both are
-	// given they must agree, and cross-namespace sources only exist in the
-	// new field.
-	if ref := spec.DataSourceRef; ref != nil && ref.Namespace != nil && *ref.Namespace != "" {
-		if spec.DataSource != nil {
-			allErrs = append(allErrs, field.Invalid(fldPath, fldPath.Child("dataSource"), "may not be specified when dataSourceRef.namespace is specified"))
-		}
-	} else if spec.DataSource != nil && ref != nil {
-		if !apiequality.Semantic.DeepEqual(spec.DataSource.APIGroup, ref.APIGroup) || spec.DataSource.Kind != ref.Kind || spec.DataSource.Name != ref.Name {
-			allErrs = append(allErrs, field.Invalid(fldPath, fldPath.Child("dataSource"), "must match dataSourceRef"))
-		}
-	}
-
-	if spec.VolumeAttributesClassName != nil && *spec.VolumeAttributesClassName != "" {
-		allErrs = append(allErrs, nameErrors(apivalidation.NameIsDNSSubdomain, *spec.VolumeAttributesClassName, fldPath.Child("volumeAttributesClassName"))...)
-	}
-	return allErrs
-}
-
-func validateDataSource(apiGroup *string, kind, name string, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	if name == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("name"), ""))
-	}
-	if kind == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("kind"), ""))
-	}
-	group := ""
-	if apiGroup != nil {
-		group = *apiGroup
-	}
-	if group == "" && kind != "PersistentVolumeClaim" {
-		allErrs = append(allErrs, field.Invalid(fldPath, kind, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"))
-	}
-	if group != "" {
-		allErrs = append(allErrs, validateDNS1123Subdomain(group, fldPath.Child("apiGroup"))...)
-	}
-	return allErrs
-}
-
-// validateClaimTemplateMeta checks the metadata of an ephemeral volume's
-// claim template: only labels and annotations are copied to the claim, so
-// nothing else may be set.
+// validateClaimTemplateMeta checks the metadata of an ephemeral volume's claim template: only
+// labels and annotations are copied to the claim, so nothing else may be set.
 func validateClaimTemplateMeta(meta *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
 	allErrs := apivalidation.ValidateAnnotations(meta.Annotations, fldPath.Child("annotations"))
 	allErrs = append(allErrs, validateLabels(meta.Labels, fldPath.Child("labels"))...)
 	rest := meta.DeepCopy()
 	rest.Labels, rest.Annotations = nil, nil
-	allErrs = append(allErrs, forbidSetFields(*rest, nil, "cannot be set", fldPath)...)
-	return allErrs
+	return append(allErrs, forbidSetFields(*rest, nil, "cannot be set", fldPath)...)
 }

@@ -107,6 +107,12 @@ func TestValidatePersistentVolumeClaimUpdate(t *testing.T) {
 		pvc.Status.Phase = corev1.ClaimBound
 		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
 	}
+	betaClass := func(class string) func(*corev1.PersistentVolumeClaim) {
+		return func(pvc *corev1.PersistentVolumeClaim) {
+			pvc.Annotations = map[string]string{corev1.BetaStorageClassAnnotation: class}
+			pvc.Spec.StorageClassName = nil
+		}
+	}
 	grow := func(size string) func(*corev1.PersistentVolumeClaim) {
 		return func(pvc *corev1.PersistentVolumeClaim) {
 			pvc.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
@@ -179,6 +185,80 @@ func TestValidatePersistentVolumeClaimUpdate(t *testing.T) {
 			},
 			mutate: func(pvc *corev1.PersistentVolumeClaim) { pvc.Spec.VolumeAttributesClassName = nil },
 			want:   []want{forbidden("spec"), forbidden("spec.volumeAttributesClassName")},
+		},
+		{
+			name: "move the beta class annotation into the field, keeping it",
+			old:  betaClass("legacy"),
+			mutate: func(pvc *corev1.PersistentVolumeClaim) {
+				pvc.Spec.StorageClassName = ptrTo("legacy")
+			},
+		},
+		{
+			name: "move the beta class annotation into the field, dropping it",
+			old:  betaClass("legacy"),
+			mutate: func(pvc *corev1.PersistentVolumeClaim) {
+				pvc.Spec.StorageClassName = ptrTo("legacy")
+				delete(pvc.Annotations, corev1.BetaStorageClassAnnotation)
+			},
+		},
+		{
+			name:   "drop the beta class annotation",
+			old:    betaClass("legacy"),
+			mutate: func(pvc *corev1.PersistentVolumeClaim) { delete(pvc.Annotations, corev1.BetaStorageClassAnnotation) },
+			want:   []want{invalid("metadata.annotations[volume.beta.kubernetes.io/storage-class]")},
+		},
+		{
+			name: "change the beta class annotation while filling in the field",
+			old:  betaClass("legacy"),
+			mutate: func(pvc *corev1.PersistentVolumeClaim) {
+				pvc.Spec.StorageClassName = ptrTo("legacy")
+				pvc.Annotations[corev1.BetaStorageClassAnnotation] = "other"
+			},
+			want: []want{invalid("metadata.annotations[volume.beta.kubernetes.io/storage-class]")},
+		},
+		{
+			name:   "fill in a class other than the beta annotation's",
+			old:    betaClass("legacy"),
+			mutate: func(pvc *corev1.PersistentVolumeClaim) { pvc.Spec.StorageClassName = ptrTo("fast") },
+			want:   []want{forbidden("spec")},
+		},
+		{
+			name: "add a beta class annotation",
+			mutate: func(pvc *corev1.PersistentVolumeClaim) {
+				pvc.Annotations = map[string]string{corev1.BetaStorageClassAnnotation: "standard"}
+			},
+			want: []want{invalid("metadata.annotations[volume.beta.kubernetes.io/storage-class]")},
+		},
+		{
+			name: "drop the storage request of a bound claim",
+			old:  bound,
+			mutate: func(pvc *corev1.PersistentVolumeClaim) {
+				delete(pvc.Spec.Resources.Requests, corev1.ResourceStorage)
+			},
+			want: []want{required("spec.resources.requests[storage]"), forbidden("spec.resources.requests.storage")},
+		},
+		{
+			name: "add a request to an unbound claim",
+			mutate: func(pvc *corev1.PersistentVolumeClaim) {
+				pvc.Spec.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
+			},
+			want: []want{forbidden("spec")},
+		},
+		{
+			name: "set a volume attributes class on an unbound claim",
+			mutate: func(pvc *corev1.PersistentVolumeClaim) {
+				pvc.Spec.VolumeAttributesClassName = ptrTo("gold")
+			},
+			want: []want{forbidden("spec")},
+		},
+		{
+			name: "empty the volume attributes class of a bound claim",
+			old: func(pvc *corev1.PersistentVolumeClaim) {
+				bound(pvc)
+				pvc.Spec.VolumeAttributesClassName = ptrTo("silver")
+			},
+			mutate: func(pvc *corev1.PersistentVolumeClaim) { pvc.Spec.VolumeAttributesClassName = ptrTo("") },
+			want:   []want{forbidden("spec.volumeAttributesClassName")},
 		},
 	}
 	for _, tc := range tests {

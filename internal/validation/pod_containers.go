@@ -367,15 +367,3 @@ func claimUnique(names sets.Set[string], name string, fldPath *field.Path) field
 	names.Insert(name)
 	return nil
 }
-
-// requiredThen reports value as required when empty and runs check, if
-// any, on it otherwise.
-func requiredThen(value string, fldPath *field.Path, check func(string, *field.Path) field.ErrorList) field.ErrorList {
-	switch {
-	case value == "":
-		return field.ErrorList{field.Required(fldPath, "")}
-	case check == nil:
-		return nil
-	}
-	return check(value, fldPath)
-}

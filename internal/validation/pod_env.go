@@ -159,7 +159,7 @@ func validateKeySelector(name, key string, fldPath *field.Path) field.ErrorList 
 // validateFileKeySelector checks a variable read from a file that an init
 // container wrote into an emptyDir volume.
 func validateFileKeySelector(s *corev1.FileKeySelector, fldPath *field.Path) field.ErrorList {
-	errs := requiredThen(s.VolumeName, fldPath.Child("volumeName"), nil)
+	errs := requireString(s.VolumeName, fldPath.Child("volumeName"))
 	errs = append(errs, requiredThen(s.Path, fldPath.Child("path"), validateLocalNonReservedPath)...)
 	return append(errs, requiredThen(s.Key, fldPath.Child("key"), validateEnvVarName)...)
 }

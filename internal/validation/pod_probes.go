@@ -151,7 +151,7 @@ func validateHandler(h handler, gracePeriod *int64, fldPath *field.Path) field.E
 }
 
 func validateHTTPGetAction(h *corev1.HTTPGetAction, fldPath *field.Path) field.ErrorList {
-	errs := requiredThen(h.Path, fldPath.Child("path"), nil)
+	errs := requireString(h.Path, fldPath.Child("path"))
 	errs = append(errs, validatePortNumOrName(h.Port, fldPath.Child("port"))...)
 	if !slices.Contains(supportedHTTPSchemes, h.Scheme) {
 		errs = append(errs, field.NotSupported(fldPath.Child("scheme"), h.Scheme, supportedHTTPSchemes))

@@ -183,7 +183,7 @@ func validateHostPathVolumeSource(s *corev1.HostPathVolumeSource, fldPath *field
 }
 
 func validateNFSVolumeSource(s *corev1.NFSVolumeSource, fldPath *field.Path) field.ErrorList {
-	errs := requiredThen(s.Server, fldPath.Child("server"), nil)
+	errs := requireString(s.Server, fldPath.Child("server"))
 	return append(errs, validateNFSExport(s.Path, fldPath.Child("path"))...)
 }
 
@@ -232,7 +232,7 @@ func validateKeyToPath(kp corev1.KeyToPath, fldPath *field.Path) field.ErrorList
 // a resource of one of its containers; given both, the field is checked and
 // the pair refused.
 func validateDownwardAPIVolumeFile(file *corev1.DownwardAPIVolumeFile, fldPath *field.Path) field.ErrorList {
-	errs := requiredThen(file.Path, fldPath.Child("path"), nil)
+	errs := requireString(file.Path, fldPath.Child("path"))
 	errs = append(errs, validateLocalNonReservedPath(file.Path, fldPath.Child("path"))...)
 	byField, byResource := file.FieldRef != nil, file.ResourceFieldRef != nil
 	if byField {

@@ -23,8 +23,6 @@ const (
 	maxCSINodeIDLength = 256
 )
 
-const inlineVolumeMsg = "may not be specified in the context of inline volumes"
-
 // ValidateVolumeAttachment validates a VolumeAttachment on create. The attacher must be a CSI
 // driver name and the source exactly one of a persistent volume name or an inline (CSI
 // migration) volume spec.
@@ -75,43 +73,59 @@ func validateVolumeAttachmentSource(src *storagev1.VolumeAttachmentSource, fldPa
 	}
 }
 
-// validateInlineVolumeSpec checks the persistent volume spec that CSI migration translates from a
-// pod's inline volume. It describes only how to reach a CSI volume: everything a real
-// PersistentVolume has for binding, scheduling and reclaiming is meaningless here.
-func validateInlineVolumeSpec(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	if spec.ClaimRef != nil {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("claimRef"), inlineVolumeMsg))
-	}
-	if len(spec.Capacity) != 0 {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("capacity"), inlineVolumeMsg))
-	}
-	if spec.CSI == nil {
-		allErrs = append(allErrs, field.Required(fldPath.Child("csi"), "has to be specified in the context of inline volumes"))
-	}
-	allErrs = append(allErrs, validateAccessModes(spec.AccessModes, fldPath.Child("accessModes"))...)
-	if p := spec.PersistentVolumeReclaimPolicy; p != "" && p != corev1.PersistentVolumeReclaimRetain {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("persistentVolumeReclaimPolicy"), "may only be Retain in the context of inline volumes"))
-	}
-	if spec.NodeAffinity != nil {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("nodeAffinity"), inlineVolumeMsg))
-	}
-	allErrs = append(allErrs, validatePersistentVolumeSource(&spec.PersistentVolumeSource, fldPath)...)
-	if spec.StorageClassName != "" {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("storageClassName"), inlineVolumeMsg))
-	}
-	if spec.VolumeMode != nil && *spec.VolumeMode != corev1.PersistentVolumeFilesystem {
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("volumeMode"), "may not specify volumeMode other than Filesystem in the context of inline volumes"))
-	}
-	if spec.VolumeAttributesClassName != nil {
-		vacPath := fldPath.Child("volumeAttributesClassName")
-		if *spec.VolumeAttributesClassName == "" {
-			allErrs = append(allErrs, field.Required(vacPath, "an empty string is disallowed"))
-		} else {
-			allErrs = append(allErrs, nameErrors(apivalidation.NameIsDNSSubdomain, *spec.VolumeAttributesClassName, vacPath)...)
+// inlineVolumeSpecRules check the persistent volume spec that CSI migration translates from a
+// pod's inline volume, in the order they report. The spec describes only how to reach a CSI
+// volume: what a real PersistentVolume has for binding, scheduling and reclaiming is
+// meaningless here.
+var inlineVolumeSpecRules = []volumeSpecRule{
+	inlineVolumeUnset("claimRef", func(s *corev1.PersistentVolumeSpec) bool { return s.ClaimRef != nil }),
+	inlineVolumeUnset("capacity", func(s *corev1.PersistentVolumeSpec) bool { return len(s.Capacity) != 0 }),
+	func(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+		if spec.CSI != nil {
+			return nil
 		}
+		return field.ErrorList{field.Required(fldPath.Child("csi"), "has to be specified in the context of inline volumes")}
+	},
+	func(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+		return validateAccessModes(spec.AccessModes, fldPath.Child("accessModes"))
+	},
+	func(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+		if p := spec.PersistentVolumeReclaimPolicy; p == "" || p == corev1.PersistentVolumeReclaimRetain {
+			return nil
+		}
+		return field.ErrorList{field.Forbidden(fldPath.Child("persistentVolumeReclaimPolicy"), "may only be Retain in the context of inline volumes")}
+	},
+	inlineVolumeUnset("nodeAffinity", func(s *corev1.PersistentVolumeSpec) bool { return s.NodeAffinity != nil }),
+	func(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+		return validatePersistentVolumeSource(&spec.PersistentVolumeSource, fldPath)
+	},
+	inlineVolumeUnset("storageClassName", func(s *corev1.PersistentVolumeSpec) bool { return s.StorageClassName != "" }),
+	func(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+		if spec.VolumeMode == nil || *spec.VolumeMode == corev1.PersistentVolumeFilesystem {
+			return nil
+		}
+		return field.ErrorList{field.Forbidden(fldPath.Child("volumeMode"), "may not specify volumeMode other than Filesystem in the context of inline volumes")}
+	},
+	func(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+		if spec.VolumeAttributesClassName == nil {
+			return nil
+		}
+		return validateRequiredClassName(*spec.VolumeAttributesClassName, fldPath.Child("volumeAttributesClassName"))
+	},
+}
+
+// inlineVolumeUnset forbids a field that only a real PersistentVolume has.
+func inlineVolumeUnset(name string, set func(*corev1.PersistentVolumeSpec) bool) volumeSpecRule {
+	return func(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+		if !set(spec) {
+			return nil
+		}
+		return field.ErrorList{field.Forbidden(fldPath.Child(name), "may not be specified in the context of inline volumes")}
 	}
-	return allErrs
+}
+
+func validateInlineVolumeSpec(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList {
+	return checkSpecRules(inlineVolumeSpecRules, spec, fldPath)
 }
 
 func validateVolumeAttachmentStatus(status *storagev1.VolumeAttachmentStatus, fldPath *field.Path) field.ErrorList {

@@ -1,0 +1,85 @@
+package printers
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestColumnDefinitions pins every table's column definitions (names, types, formats,
+// priorities and descriptions) to testdata/columns.json: clients see them, so they change
+// only on purpose.
+func TestColumnDefinitions(t *testing.T) {
+	tables := []struct {
+		name      string
+		convertor rest.TableConvertor
+		sample    runtime.Object
+	}{
+		{"namespaces", Namespaces, &corev1.Namespace{}},
+		{"nodes", Nodes, &corev1.Node{}},
+		{"pods", Pods, &corev1.Pod{}},
+		{"secrets", Secrets, &corev1.Secret{}},
+		{"configmaps", ConfigMaps, &corev1.ConfigMap{}},
+		{"serviceaccounts", ServiceAccounts, &corev1.ServiceAccount{}},
+		{"persistentvolumes", PersistentVolumes, &corev1.PersistentVolume{}},
+		{"persistentvolumeclaims", PersistentVolumeClaims, &corev1.PersistentVolumeClaim{}},
+		{"events", Events, &corev1.Event{}},
+		{"leases", Leases, &coordinationv1.Lease{}},
+		{"volumeattachments", VolumeAttachments, &storagev1.VolumeAttachment{}},
+		{"csinodes", CSINodes, &storagev1.CSINode{}},
+		{"certificatesigningrequests", CertificateSigningRequests, &certificatesv1.CertificateSigningRequest{}},
+		{"clustertrustbundles", ClusterTrustBundles, &certificatesv1.ClusterTrustBundle{}},
+		{"roles", Roles, &rbacv1.Role{}},
+		{"clusterroles", ClusterRoles, &rbacv1.ClusterRole{}},
+		{"rolebindings", RoleBindings, &rbacv1.RoleBinding{}},
+		{"clusterrolebindings", ClusterRoleBindings, &rbacv1.ClusterRoleBinding{}},
+		{"gmsacredentialspecs", GMSACredentialSpecs, &windowsv1.GMSACredentialSpec{}},
+	}
+	got := map[string][]metav1.TableColumnDefinition{}
+	for _, tt := range tables {
+		table, err := tt.convertor.ConvertToTable(context.Background(), tt.sample, nil)
+		if err != nil {
+			t.Fatalf("%s: ConvertToTable: %v", tt.name, err)
+		}
+		got[tt.name] = table.ColumnDefinitions
+	}
+
+	golden := filepath.Join("testdata", "columns.json")
+	if *update {
+		data, err := json.MarshalIndent(got, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading %s (run with -update to create it): %v", golden, err)
+	}
+	var want map[string][]metav1.TableColumnDefinition
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatalf("decoding %s: %v", golden, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("column definitions differ from %s (-want +got):\n%s", golden, diff)
+	}
+}

@@ -25,24 +25,15 @@ import (
 	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectrulesreview"
 	"github.com/idplane/idplane/internal/registry/authorization/subjectaccessreview"
 	"github.com/idplane/idplane/internal/registry/certificates/certificatesigningrequest"
-	"github.com/idplane/idplane/internal/registry/certificates/clustertrustbundle"
-	"github.com/idplane/idplane/internal/registry/coordination/lease"
-	"github.com/idplane/idplane/internal/registry/core/configmap"
-	"github.com/idplane/idplane/internal/registry/core/event"
 	"github.com/idplane/idplane/internal/registry/core/namespace"
-	"github.com/idplane/idplane/internal/registry/core/node"
-	"github.com/idplane/idplane/internal/registry/core/persistentvolume"
-	"github.com/idplane/idplane/internal/registry/core/persistentvolumeclaim"
 	"github.com/idplane/idplane/internal/registry/core/pod"
-	"github.com/idplane/idplane/internal/registry/core/secret"
 	"github.com/idplane/idplane/internal/registry/core/serviceaccount"
 	"github.com/idplane/idplane/internal/registry/rbac/clusterrole"
 	"github.com/idplane/idplane/internal/registry/rbac/clusterrolebinding"
 	"github.com/idplane/idplane/internal/registry/rbac/escalation"
 	"github.com/idplane/idplane/internal/registry/rbac/role"
 	"github.com/idplane/idplane/internal/registry/rbac/rolebinding"
-	"github.com/idplane/idplane/internal/registry/storage/csinode"
-	"github.com/idplane/idplane/internal/registry/storage/volumeattachment"
+	"github.com/idplane/idplane/internal/registry/resources"
 	"github.com/idplane/idplane/internal/registry/windows/gmsacredentialspec"
 )
 
@@ -97,18 +88,14 @@ func (av apiVersion) storageFor(all map[string]rest.Storage) map[string]rest.Sto
 
 // groups are the served API groups, each with its version and the constructors of its resources.
 var groups = []apiGroup{
-	{"", v("v1"), []restConstructor{
-		stored(namespace.NewREST), stored(node.NewREST), stored(pod.NewREST), stored(secret.NewREST),
-		stored(configmap.NewREST), stored(serviceaccount.NewREST), stored(persistentvolume.NewREST),
-		stored(persistentvolumeclaim.NewREST), stored(event.NewREST),
-	}, func(d apiDeps, core map[string]rest.Storage) map[string]rest.Storage {
+	{"", v("v1"), append(described(""), stored(namespace.NewREST), stored(pod.NewREST)), func(d apiDeps, core map[string]rest.Storage) map[string]rest.Storage {
 		getters := serviceaccount.Getters{
 			ServiceAccounts: core["serviceaccounts"].(rest.Getter), Pods: core["pods"].(rest.Getter),
 			Secrets: core["secrets"].(rest.Getter), Nodes: core["nodes"].(rest.Getter),
 		}
 		return map[string]rest.Storage{"serviceaccounts/token": serviceaccount.NewTokenREST(d.tokens, getters)}
 	}},
-	{"coordination.k8s.io", v("v1"), []restConstructor{stored(lease.NewREST)}, nil},
+	{"coordination.k8s.io", v("v1"), described("coordination.k8s.io"), nil},
 	{"authentication.k8s.io", v("v1"), []restConstructor{
 		static("selfsubjectreviews", &selfsubjectreview.REST{}),
 		func(d apiDeps) (map[string]rest.Storage, error) {
@@ -127,14 +114,23 @@ var groups = []apiGroup{
 		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
 	}, nil},
 	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests"}}},
-		[]restConstructor{stored(certificatesigningrequest.NewREST), stored(clustertrustbundle.NewREST)}, nil},
-	{"storage.k8s.io", v("v1"), []restConstructor{stored(volumeattachment.NewREST), stored(csinode.NewREST)}, nil},
+		append(described("certificates.k8s.io"), stored(certificatesigningrequest.NewREST)), nil},
+	{"storage.k8s.io", v("v1"), described("storage.k8s.io"), nil},
 	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New(gmsacredentialspec.CRD()))}, nil},
-	{"windows.k8s.io", []apiVersion{{name: "v1"}, {name: "v1alpha1"}}, []restConstructor{stored(gmsacredentialspec.NewREST)}, nil},
+	{"windows.k8s.io", []apiVersion{{name: "v1"}, {name: "v1alpha1"}}, described("windows.k8s.io"), nil},
 }
 
 func stored(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)) restConstructor {
 	return func(d apiDeps) (map[string]rest.Storage, error) { return newREST(Scheme, d.optsGetter) }
+}
+
+// described are the constructors of the group's resources that the registry's table describes.
+func described(group string) []restConstructor {
+	var out []restConstructor
+	for _, build := range resources.Of(group) {
+		out = append(out, stored(build))
+	}
+	return out
 }
 
 func guarded(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter, *escalation.Guard) (map[string]rest.Storage, error)) restConstructor {

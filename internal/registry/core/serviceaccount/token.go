@@ -1,3 +1,6 @@
+// Package serviceaccount serves serviceaccounts/token: TokenRequests bound to the service account
+// and, when asked, to a pod, secret or node. Service accounts themselves are stored as the
+// registry's table describes them (internal/registry/resources).
 package serviceaccount
 
 import (

@@ -1,3 +1,6 @@
+// Package gmsacredentialspec describes GMSACredentialSpecs (the credential specs of Windows Group
+// Managed Service Accounts that pods name) to kubectl as a custom resource definition; their
+// storage is the registry's table's (internal/registry/resources).
 package gmsacredentialspec
 
 import (

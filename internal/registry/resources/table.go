@@ -1,0 +1,203 @@
+package resources
+
+import (
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
+	"github.com/idplane/idplane/internal/printers"
+	"github.com/idplane/idplane/internal/registry/store"
+	"github.com/idplane/idplane/internal/validation"
+)
+
+var (
+	statusPath   = []fieldpath.Path{fieldpath.MakePathOrDie("status")}
+	specPath     = []fieldpath.Path{fieldpath.MakePathOrDie("spec")}
+	metaSpecPath = []fieldpath.Path{fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("spec")}
+)
+
+// table is every resource without behaviour of its own.
+func table() []row {
+	return []row{
+		resource[*corev1.Secret]{
+			gv: corev1.SchemeGroupVersion, plural: "secrets", singular: "secret", kind: "Secret",
+			newObj:  func() runtime.Object { return &corev1.Secret{} },
+			newList: func() runtime.Object { return &corev1.SecretList{} },
+			rules: store.Rules[*corev1.Secret]{
+				Namespaced: true, Validate: validation.ValidateSecret, ValidateUpdate: validation.ValidateSecretUpdate,
+			},
+			table: printers.Secrets,
+		},
+		resource[*corev1.ConfigMap]{
+			gv: corev1.SchemeGroupVersion, plural: "configmaps", singular: "configmap", kind: "ConfigMap",
+			newObj:  func() runtime.Object { return &corev1.ConfigMap{} },
+			newList: func() runtime.Object { return &corev1.ConfigMapList{} },
+			rules: store.Rules[*corev1.ConfigMap]{
+				Namespaced: true, Validate: validation.ValidateConfigMap, ValidateUpdate: validation.ValidateConfigMapUpdate,
+			},
+			table: printers.ConfigMaps, shortNames: []string{"cm"},
+		},
+		// TokenRequests, the subresource with behaviour, are the serviceaccount package's.
+		resource[*corev1.ServiceAccount]{
+			gv: corev1.SchemeGroupVersion, plural: "serviceaccounts", singular: "serviceaccount", kind: "ServiceAccount",
+			newObj:  func() runtime.Object { return &corev1.ServiceAccount{} },
+			newList: func() runtime.Object { return &corev1.ServiceAccountList{} },
+			rules: store.Rules[*corev1.ServiceAccount]{
+				Namespaced: true, Validate: validation.ValidateServiceAccount, ValidateUpdate: validation.ValidateServiceAccountUpdate,
+			},
+			table: printers.ServiceAccounts, shortNames: []string{"sa"},
+		},
+		resource[*corev1.Event]{
+			gv: corev1.SchemeGroupVersion, plural: "events", singular: "event", kind: "Event",
+			newObj:  func() runtime.Object { return &corev1.Event{} },
+			newList: func() runtime.Object { return &corev1.EventList{} },
+			rules: store.Rules[*corev1.Event]{
+				Namespaced: true, Validate: validation.ValidateEvent, ValidateUpdate: validation.ValidateEventUpdate,
+				// Clients record events with PUT as well as POST, as upstream allows.
+				AllowCreateOnUpdate: true,
+			},
+			table: printers.Events, shortNames: []string{"ev"},
+			// Events are history, not state: etcd drops them an hour after their last update.
+			ttlSeconds: 3600,
+		},
+		// A node registers itself with its status already filled in, so create keeps status.
+		resource[*corev1.Node]{
+			gv: corev1.SchemeGroupVersion, plural: "nodes", singular: "node", kind: "Node",
+			newObj:  func() runtime.Object { return &corev1.Node{} },
+			newList: func() runtime.Object { return &corev1.NodeList{} },
+			rules: store.Rules[*corev1.Node]{
+				PrepareForUpdate: func(n, old *corev1.Node) { n.Status = old.Status },
+				Validate:         validation.ValidateNode,
+				ValidateUpdate:   validation.ValidateNodeUpdate,
+				ResetFields:      statusPath,
+			},
+			status: &store.Rules[*corev1.Node]{
+				PrepareForUpdate: func(n, old *corev1.Node) { n.Spec = old.Spec },
+				ValidateUpdate:   validation.ValidateNodeStatusUpdate,
+				ResetFields:      specPath,
+			},
+			table: printers.Nodes, shortNames: []string{"no"},
+		},
+		resource[*corev1.PersistentVolume]{
+			gv: corev1.SchemeGroupVersion, plural: "persistentvolumes", singular: "persistentvolume", kind: "PersistentVolume",
+			newObj:  func() runtime.Object { return &corev1.PersistentVolume{} },
+			newList: func() runtime.Object { return &corev1.PersistentVolumeList{} },
+			rules: store.Rules[*corev1.PersistentVolume]{
+				PrepareForCreate: func(pv *corev1.PersistentVolume) {
+					pv.Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending}
+				},
+				PrepareForUpdate: func(pv, old *corev1.PersistentVolume) { pv.Status = old.Status },
+				Validate:         validation.ValidatePersistentVolume,
+				ValidateUpdate:   validation.ValidatePersistentVolumeUpdate,
+				ResetFields:      statusPath,
+			},
+			status: &store.Rules[*corev1.PersistentVolume]{
+				PrepareForUpdate: func(pv, old *corev1.PersistentVolume) { pv.Spec = old.Spec },
+				ValidateUpdate:   validation.ValidatePersistentVolumeStatusUpdate,
+				ResetFields:      specPath,
+			},
+			table: printers.PersistentVolumes, shortNames: []string{"pv"},
+		},
+		resource[*corev1.PersistentVolumeClaim]{
+			gv: corev1.SchemeGroupVersion, plural: "persistentvolumeclaims", singular: "persistentvolumeclaim", kind: "PersistentVolumeClaim",
+			newObj:  func() runtime.Object { return &corev1.PersistentVolumeClaim{} },
+			newList: func() runtime.Object { return &corev1.PersistentVolumeClaimList{} },
+			rules: store.Rules[*corev1.PersistentVolumeClaim]{
+				Namespaced: true,
+				PrepareForCreate: func(pvc *corev1.PersistentVolumeClaim) {
+					pvc.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}
+				},
+				PrepareForUpdate: func(pvc, old *corev1.PersistentVolumeClaim) { pvc.Status = old.Status },
+				Validate:         validation.ValidatePersistentVolumeClaim,
+				ValidateUpdate:   validation.ValidatePersistentVolumeClaimUpdate,
+				ResetFields:      statusPath,
+			},
+			status: &store.Rules[*corev1.PersistentVolumeClaim]{
+				PrepareForUpdate: func(pvc, old *corev1.PersistentVolumeClaim) { pvc.Spec = old.Spec },
+				ValidateUpdate:   validation.ValidatePersistentVolumeClaimStatusUpdate,
+				ResetFields:      specPath,
+			},
+			table: printers.PersistentVolumeClaims, shortNames: []string{"pvc"},
+		},
+		resource[*coordinationv1.Lease]{
+			gv: coordinationv1.SchemeGroupVersion, plural: "leases", singular: "lease", kind: "Lease",
+			newObj:  func() runtime.Object { return &coordinationv1.Lease{} },
+			newList: func() runtime.Object { return &coordinationv1.LeaseList{} },
+			rules: store.Rules[*coordinationv1.Lease]{
+				Namespaced: true, Validate: validation.ValidateLease, ValidateUpdate: validation.ValidateLeaseUpdate,
+				// Leader-election clients take a lease with PUT when it does not exist yet.
+				AllowCreateOnUpdate: true,
+			},
+			table: printers.Leases,
+		},
+		resource[*certificatesv1.ClusterTrustBundle]{
+			gv: certificatesv1.SchemeGroupVersion, plural: "clustertrustbundles", singular: "clustertrustbundle", kind: "ClusterTrustBundle",
+			newObj:  func() runtime.Object { return &certificatesv1.ClusterTrustBundle{} },
+			newList: func() runtime.Object { return &certificatesv1.ClusterTrustBundleList{} },
+			rules: store.Rules[*certificatesv1.ClusterTrustBundle]{
+				Validate: validation.ValidateClusterTrustBundle, ValidateUpdate: validation.ValidateClusterTrustBundleUpdate,
+			},
+			table: printers.ClusterTrustBundles,
+		},
+		// Status (storage health) is written upstream only through csinodes/status behind the
+		// alpha CSIVolumeHealth gate, which idplane does not serve: create clears it and updates
+		// keep the stored one.
+		resource[*storagev1.CSINode]{
+			gv: storagev1.SchemeGroupVersion, plural: "csinodes", singular: "csinode", kind: "CSINode",
+			newObj:  func() runtime.Object { return &storagev1.CSINode{} },
+			newList: func() runtime.Object { return &storagev1.CSINodeList{} },
+			rules: store.Rules[*storagev1.CSINode]{
+				PrepareForCreate: func(n *storagev1.CSINode) { n.Status = storagev1.CSINodeStatus{} },
+				PrepareForUpdate: func(n, old *storagev1.CSINode) { n.Status = old.Status },
+				Validate:         validation.ValidateCSINode,
+				ValidateUpdate:   validation.ValidateCSINodeUpdate,
+				ResetFields:      statusPath,
+			},
+			table: printers.CSINodes,
+			// As upstream, DELETE answers with the deleted object rather than a Status.
+			returnDeleted: true,
+		},
+		// The attach/detach controller writes the spec (which volume on which node) once; the
+		// external attacher reports progress through status. A new attachment starts with no
+		// status, since only the attacher may say a volume is attached.
+		resource[*storagev1.VolumeAttachment]{
+			gv: storagev1.SchemeGroupVersion, plural: "volumeattachments", singular: "volumeattachment", kind: "VolumeAttachment",
+			newObj:  func() runtime.Object { return &storagev1.VolumeAttachment{} },
+			newList: func() runtime.Object { return &storagev1.VolumeAttachmentList{} },
+			rules: store.Rules[*storagev1.VolumeAttachment]{
+				PrepareForCreate: func(va *storagev1.VolumeAttachment) { va.Status = storagev1.VolumeAttachmentStatus{} },
+				PrepareForUpdate: func(va, old *storagev1.VolumeAttachment) { va.Status = old.Status },
+				Validate:         validation.ValidateVolumeAttachment,
+				ValidateUpdate:   validation.ValidateVolumeAttachmentUpdate,
+				ResetFields:      statusPath,
+			},
+			// The attacher may write status without retargeting the attachment or touching its
+			// labels, annotations, finalizers or owners.
+			status: &store.Rules[*storagev1.VolumeAttachment]{
+				PrepareForUpdate: func(va, old *storagev1.VolumeAttachment) {
+					va.Spec = old.Spec
+					metav1.ResetObjectMetaForStatus(&va.ObjectMeta, &old.ObjectMeta)
+				},
+				ValidateUpdate: validation.ValidateVolumeAttachmentStatusUpdate,
+				ResetFields:    metaSpecPath,
+			},
+			table: printers.VolumeAttachments,
+			// As upstream, DELETE answers with the deleted attachment rather than a Status.
+			returnDeleted: true,
+		},
+		resource[*windowsv1.GMSACredentialSpec]{
+			gv: windowsv1.SchemeGroupVersion, plural: "gmsacredentialspecs", singular: "gmsacredentialspec", kind: "GMSACredentialSpec",
+			newObj:  func() runtime.Object { return &windowsv1.GMSACredentialSpec{} },
+			newList: func() runtime.Object { return &windowsv1.GMSACredentialSpecList{} },
+			rules: store.Rules[*windowsv1.GMSACredentialSpec]{
+				Validate: validation.ValidateGMSACredentialSpec, ValidateUpdate: validation.ValidateGMSACredentialSpecUpdate,
+			},
+			table: printers.GMSACredentialSpecs,
+		},
+	}
+}

@@ -160,7 +160,14 @@ func TestValidateNodeTaintsMessages(t *testing.T) {
 		taints []corev1.Taint
 		want   []string
 	}{
-		{name: "valid", taints: []corev1.Taint{{Key: key, Value: "v", Effect: corev1.TaintEffectNoExecute}}},
+		{
+			name: "every supported effect, same key",
+			taints: []corev1.Taint{
+				{Key: key, Value: "v", Effect: corev1.TaintEffectNoSchedule},
+				{Key: key, Value: "v", Effect: corev1.TaintEffectPreferNoSchedule},
+				{Key: key, Value: "v", Effect: corev1.TaintEffectNoExecute},
+			},
+		},
 		{
 			name:   "every rule of one taint fails, in order",
 			taints: []corev1.Taint{{Key: "bad key", Value: "bad value", Effect: "Later"}},

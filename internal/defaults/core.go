@@ -2,7 +2,6 @@ package defaults
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 )
 
 // Node copies capacity into allocatable when the kubelet reported no allocatable, so
@@ -43,9 +42,7 @@ func Namespace(ns *corev1.Namespace) {
 		}
 		ns.Labels[corev1.LabelMetadataName] = ns.Name
 	}
-	if ns.Status.Phase == "" {
-		ns.Status.Phase = corev1.NamespaceActive
-	}
+	orDefault(&ns.Status.Phase, corev1.NamespaceActive)
 }
 
 // NamespaceList defaults every namespace of the list.
@@ -59,9 +56,7 @@ func NamespaceList(l *corev1.NamespaceList) {
 // upstream does while converting a request to its internal type: idplane has no conversion step,
 // and decoding is the same moment.
 func Secret(s *corev1.Secret) {
-	if s.Type == "" {
-		s.Type = corev1.SecretTypeOpaque
-	}
+	orDefault(&s.Type, corev1.SecretTypeOpaque)
 	if len(s.StringData) > 0 && s.Data == nil {
 		s.Data = make(map[string][]byte, len(s.StringData))
 	}
@@ -94,15 +89,9 @@ func ConfigMapList(l *corev1.ConfigMapList) {
 
 // PersistentVolume defaults a volume to Pending, Retain and Filesystem, and its source.
 func PersistentVolume(pv *corev1.PersistentVolume) {
-	if pv.Status.Phase == "" {
-		pv.Status.Phase = corev1.VolumePending
-	}
-	if pv.Spec.PersistentVolumeReclaimPolicy == "" {
-		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-	}
-	if pv.Spec.VolumeMode == nil {
-		pv.Spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
-	}
+	orDefault(&pv.Status.Phase, corev1.VolumePending)
+	orDefault(&pv.Spec.PersistentVolumeReclaimPolicy, corev1.PersistentVolumeReclaimRetain)
+	orDefaultPtr(&pv.Spec.VolumeMode, corev1.PersistentVolumeFilesystem)
 	persistentVolumeSource(&pv.Spec)
 }
 
@@ -125,8 +114,8 @@ func persistentVolumeSource(spec *corev1.PersistentVolumeSpec) {
 	if src.RBD != nil {
 		rbd(&src.RBD.RBDPool, &src.RBD.RadosUser, &src.RBD.Keyring)
 	}
-	if src.ISCSI != nil && src.ISCSI.ISCSIInterface == "" {
-		src.ISCSI.ISCSIInterface = "default"
+	if src.ISCSI != nil {
+		orDefault(&src.ISCSI.ISCSIInterface, "default")
 	}
 	if src.AzureDisk != nil {
 		azureDisk(src.AzureDisk)
@@ -138,9 +127,7 @@ func persistentVolumeSource(spec *corev1.PersistentVolumeSpec) {
 
 // PersistentVolumeClaim defaults a claim to Pending and Filesystem.
 func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
-	if pvc.Status.Phase == "" {
-		pvc.Status.Phase = corev1.ClaimPending
-	}
+	orDefault(&pvc.Status.Phase, corev1.ClaimPending)
 	claimSpec(&pvc.Spec)
 	roundResources(pvc.Status.Capacity)
 	roundResources(pvc.Status.AllocatedResources)
@@ -154,9 +141,7 @@ func PersistentVolumeClaimList(l *corev1.PersistentVolumeClaimList) {
 }
 
 func claimSpec(spec *corev1.PersistentVolumeClaimSpec) {
-	if spec.VolumeMode == nil {
-		spec.VolumeMode = ptr.To(corev1.PersistentVolumeFilesystem)
-	}
+	orDefaultPtr(&spec.VolumeMode, corev1.PersistentVolumeFilesystem)
 	roundResources(spec.Resources.Limits)
 	roundResources(spec.Resources.Requests)
 }

@@ -44,6 +44,23 @@ func register[T any, PT interface {
 	s.AddTypeDefaultingFunc(PT(new(T)), func(obj any) { fn(obj.(PT)) })
 }
 
+// orDefault sets *field to value when the client left it at its zero value. Most of
+// upstream's defaults are exactly that, so each type's defaults read as a list of
+// field/value lines.
+func orDefault[T comparable](field *T, value T) {
+	var zero T
+	if *field == zero {
+		*field = value
+	}
+}
+
+// orDefaultPtr points an optional field the client left unset at its own copy of value.
+func orDefaultPtr[T any](field **T, value T) {
+	if *field == nil {
+		*field = &value
+	}
+}
+
 // roundResources rounds every quantity up to milli precision: the API has always stored
 // quantities that way, and rejecting finer values would break existing clients.
 func roundResources(list corev1.ResourceList) {

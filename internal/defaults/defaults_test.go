@@ -105,3 +105,58 @@ func TestDecodeDefaults(t *testing.T) {
 		})
 	}
 }
+
+func TestOrDefault(t *testing.T) {
+	tests := []struct {
+		name      string
+		set, want string
+	}{
+		{name: "unset takes the default", set: "", want: "v1"},
+		{name: "set is kept", set: "v2", want: "v2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.set
+			orDefault(&got, "v1")
+			if got != tc.want {
+				t.Errorf("orDefault(%q, \"v1\") = %q, want %q", tc.set, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOrDefaultPtr(t *testing.T) {
+	kept := int64(5)
+	tests := []struct {
+		name string
+		set  *int64
+		want int64
+	}{
+		{name: "nil takes the default", set: nil, want: 30},
+		{name: "set is kept, zero included", set: new(int64), want: 0},
+		{name: "set is kept", set: &kept, want: 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.set
+			orDefaultPtr(&got, 30)
+			if got == nil || *got != tc.want {
+				t.Fatalf("orDefaultPtr = %v, want %d", got, tc.want)
+			}
+			if tc.set != nil && got != tc.set {
+				t.Error("a set pointer was replaced")
+			}
+		})
+	}
+}
+
+// TestOrDefaultPtrCopies guards against two objects sharing one default: each gets its own.
+func TestOrDefaultPtrCopies(t *testing.T) {
+	var a, b *int64
+	orDefaultPtr(&a, 30)
+	orDefaultPtr(&b, 30)
+	*a = 1
+	if *b != 30 {
+		t.Errorf("defaults share storage: b = %d after a changed", *b)
+	}
+}

@@ -14,9 +14,7 @@ func Pod(p *corev1.Pod) {
 	// unchanged through controllers.
 	requestsFromLimits(p.Spec.Containers)
 	requestsFromLimits(p.Spec.InitContainers)
-	if p.Spec.EnableServiceLinks == nil {
-		p.Spec.EnableServiceLinks = ptr.To(corev1.DefaultEnableServiceLinks)
-	}
+	orDefaultPtr(&p.Spec.EnableServiceLinks, corev1.DefaultEnableServiceLinks)
 	if p.Spec.HostNetwork {
 		hostPortsFromContainerPorts(p.Spec.Containers)
 		hostPortsFromContainerPorts(p.Spec.InitContainers)
@@ -85,21 +83,11 @@ func hostPortsFromContainerPorts(containers []corev1.Container) {
 }
 
 func podSpec(s *corev1.PodSpec) {
-	if s.DNSPolicy == "" {
-		s.DNSPolicy = corev1.DNSClusterFirst
-	}
-	if s.RestartPolicy == "" {
-		s.RestartPolicy = corev1.RestartPolicyAlways
-	}
-	if s.SecurityContext == nil {
-		s.SecurityContext = &corev1.PodSecurityContext{}
-	}
-	if s.TerminationGracePeriodSeconds == nil {
-		s.TerminationGracePeriodSeconds = ptr.To[int64](corev1.DefaultTerminationGracePeriodSeconds)
-	}
-	if s.SchedulerName == "" {
-		s.SchedulerName = corev1.DefaultSchedulerName
-	}
+	orDefault(&s.DNSPolicy, corev1.DNSClusterFirst)
+	orDefault(&s.RestartPolicy, corev1.RestartPolicyAlways)
+	orDefault(&s.SchedulerName, corev1.DefaultSchedulerName)
+	orDefaultPtr(&s.SecurityContext, corev1.PodSecurityContext{})
+	orDefaultPtr(&s.TerminationGracePeriodSeconds, int64(corev1.DefaultTerminationGracePeriodSeconds))
 	for i := range s.Volumes {
 		volume(&s.Volumes[i])
 	}
@@ -123,16 +111,10 @@ func container(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = pullPolicyFor(c.Image)
 	}
-	if c.TerminationMessagePath == "" {
-		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
-	}
-	if c.TerminationMessagePolicy == "" {
-		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
-	}
+	orDefault(&c.TerminationMessagePath, corev1.TerminationMessagePathDefault)
+	orDefault(&c.TerminationMessagePolicy, corev1.TerminationMessageReadFile)
 	for i := range c.Ports {
-		if c.Ports[i].Protocol == "" {
-			c.Ports[i].Protocol = corev1.ProtocolTCP
-		}
+		orDefault(&c.Ports[i].Protocol, corev1.ProtocolTCP)
 	}
 	for i := range c.Env {
 		from := c.Env[i].ValueFrom
@@ -142,8 +124,8 @@ func container(c *corev1.Container) {
 		if from.FieldRef != nil {
 			fieldSelector(from.FieldRef)
 		}
-		if from.FileKeyRef != nil && from.FileKeyRef.Optional == nil {
-			from.FileKeyRef.Optional = ptr.To(false)
+		if from.FileKeyRef != nil {
+			orDefaultPtr(&from.FileKeyRef.Optional, false)
 		}
 	}
 	roundResources(c.Resources.Limits)
@@ -163,39 +145,25 @@ func container(c *corev1.Container) {
 }
 
 func fieldSelector(f *corev1.ObjectFieldSelector) {
-	if f.APIVersion == "" {
-		f.APIVersion = "v1"
-	}
+	orDefault(&f.APIVersion, "v1")
 }
 
 func probe(p *corev1.Probe) {
-	if p.TimeoutSeconds == 0 {
-		p.TimeoutSeconds = 1
-	}
-	if p.PeriodSeconds == 0 {
-		p.PeriodSeconds = 10
-	}
-	if p.SuccessThreshold == 0 {
-		p.SuccessThreshold = 1
-	}
-	if p.FailureThreshold == 0 {
-		p.FailureThreshold = 3
-	}
+	orDefault(&p.TimeoutSeconds, 1)
+	orDefault(&p.PeriodSeconds, 10)
+	orDefault(&p.SuccessThreshold, 1)
+	orDefault(&p.FailureThreshold, 3)
 	if p.HTTPGet != nil {
 		httpGet(p.HTTPGet)
 	}
-	if p.GRPC != nil && p.GRPC.Service == nil {
-		p.GRPC.Service = ptr.To("")
+	if p.GRPC != nil {
+		orDefaultPtr(&p.GRPC.Service, "")
 	}
 }
 
 func httpGet(h *corev1.HTTPGetAction) {
-	if h.Path == "" {
-		h.Path = "/"
-	}
-	if h.Scheme == "" {
-		h.Scheme = corev1.URISchemeHTTP
-	}
+	orDefault(&h.Path, "/")
+	orDefault(&h.Scheme, corev1.URISchemeHTTP)
 }
 
 func volume(v *corev1.Volume) {
@@ -207,23 +175,21 @@ func volume(v *corev1.Volume) {
 	if src.HostPath != nil {
 		hostPath(src.HostPath)
 	}
-	if src.Secret != nil && src.Secret.DefaultMode == nil {
-		src.Secret.DefaultMode = ptr.To(corev1.SecretVolumeSourceDefaultMode)
+	if src.Secret != nil {
+		orDefaultPtr(&src.Secret.DefaultMode, corev1.SecretVolumeSourceDefaultMode)
 	}
-	if src.ConfigMap != nil && src.ConfigMap.DefaultMode == nil {
-		src.ConfigMap.DefaultMode = ptr.To(corev1.ConfigMapVolumeSourceDefaultMode)
+	if src.ConfigMap != nil {
+		orDefaultPtr(&src.ConfigMap.DefaultMode, corev1.ConfigMapVolumeSourceDefaultMode)
 	}
 	if src.DownwardAPI != nil {
-		if src.DownwardAPI.DefaultMode == nil {
-			src.DownwardAPI.DefaultMode = ptr.To(corev1.DownwardAPIVolumeSourceDefaultMode)
-		}
+		orDefaultPtr(&src.DownwardAPI.DefaultMode, corev1.DownwardAPIVolumeSourceDefaultMode)
 		downwardAPIItems(src.DownwardAPI.Items)
 	}
 	if src.Projected != nil {
 		projected(src.Projected)
 	}
-	if src.ISCSI != nil && src.ISCSI.ISCSIInterface == "" {
-		src.ISCSI.ISCSIInterface = "default"
+	if src.ISCSI != nil {
+		orDefault(&src.ISCSI.ISCSIInterface, "default")
 	}
 	if src.RBD != nil {
 		rbd(&src.RBD.RBDPool, &src.RBD.RadosUser, &src.RBD.Keyring)
@@ -251,58 +217,36 @@ func downwardAPIItems(items []corev1.DownwardAPIVolumeFile) {
 }
 
 func projected(p *corev1.ProjectedVolumeSource) {
-	if p.DefaultMode == nil {
-		p.DefaultMode = ptr.To(corev1.ProjectedVolumeSourceDefaultMode)
-	}
+	orDefaultPtr(&p.DefaultMode, corev1.ProjectedVolumeSourceDefaultMode)
 	for i := range p.Sources {
 		s := &p.Sources[i]
 		if s.DownwardAPI != nil {
 			downwardAPIItems(s.DownwardAPI.Items)
 		}
-		if s.ServiceAccountToken != nil && s.ServiceAccountToken.ExpirationSeconds == nil {
-			s.ServiceAccountToken.ExpirationSeconds = ptr.To(int64(time.Hour / time.Second))
+		if s.ServiceAccountToken != nil {
+			orDefaultPtr(&s.ServiceAccountToken.ExpirationSeconds, int64(time.Hour/time.Second))
 		}
 	}
 }
 
 func hostPath(h *corev1.HostPathVolumeSource) {
-	if h.Type == nil {
-		h.Type = ptr.To(corev1.HostPathUnset)
-	}
+	orDefaultPtr(&h.Type, corev1.HostPathUnset)
 }
 
 func rbd(pool, user, keyring *string) {
-	if *pool == "" {
-		*pool = "rbd"
-	}
-	if *user == "" {
-		*user = "admin"
-	}
-	if *keyring == "" {
-		*keyring = "/etc/ceph/keyring"
-	}
+	orDefault(pool, "rbd")
+	orDefault(user, "admin")
+	orDefault(keyring, "/etc/ceph/keyring")
 }
 
 func azureDisk(a *corev1.AzureDiskVolumeSource) {
-	if a.CachingMode == nil {
-		a.CachingMode = ptr.To(corev1.AzureDataDiskCachingReadWrite)
-	}
-	if a.Kind == nil {
-		a.Kind = ptr.To(corev1.AzureSharedBlobDisk)
-	}
-	if a.FSType == nil {
-		a.FSType = ptr.To("ext4")
-	}
-	if a.ReadOnly == nil {
-		a.ReadOnly = ptr.To(false)
-	}
+	orDefaultPtr(&a.CachingMode, corev1.AzureDataDiskCachingReadWrite)
+	orDefaultPtr(&a.Kind, corev1.AzureSharedBlobDisk)
+	orDefaultPtr(&a.FSType, "ext4")
+	orDefaultPtr(&a.ReadOnly, false)
 }
 
 func scaleIO(storageMode, fsType *string) {
-	if *storageMode == "" {
-		*storageMode = "ThinProvisioned"
-	}
-	if *fsType == "" {
-		*fsType = "xfs"
-	}
+	orDefault(storageMode, "ThinProvisioned")
+	orDefault(fsType, "xfs")
 }

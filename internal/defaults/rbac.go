@@ -30,9 +30,7 @@ func ClusterRoleBindingList(l *rbacv1.ClusterRoleBindingList) {
 }
 
 func roleRef(ref *rbacv1.RoleRef) {
-	if ref.APIGroup == "" {
-		ref.APIGroup = rbacv1.GroupName
-	}
+	orDefault(&ref.APIGroup, rbacv1.GroupName)
 }
 
 // subjects leaves service accounts alone: they live in the core group, whose name is empty.

@@ -85,51 +85,78 @@ func validateNodeSpec(spec *corev1.NodeSpec) field.ErrorList {
 	return allErrs
 }
 
-// validateNodeTaints checks each taint and that no two share key and effect:
-// the scheduler and the taint manager key taints by that pair.
-func validateNodeTaints(taints []corev1.Taint, fldPath *field.Path) field.ErrorList {
-	var allErrs field.ErrorList
-	type keyEffect struct {
-		key    string
-		effect corev1.TaintEffect
-	}
-	seen := map[keyEffect]bool{}
-	for i, t := range taints {
-		idxPath := fldPath.Index(i)
-		allErrs = append(allErrs, metav1validation.ValidateLabelName(t.Key, idxPath.Child("key"))...)
-		if errs := utilvalidation.IsValidLabelValue(t.Value); len(errs) != 0 {
-			allErrs = append(allErrs, field.Invalid(idxPath.Child("value"), t.Value, strings.Join(errs, ";")))
-		}
-		allErrs = append(allErrs, validateTaintEffect(t.Effect, false, idxPath.Child("effect"))...)
-		k := keyEffect{t.Key, t.Effect}
-		if seen[k] {
-			dup := field.Duplicate(idxPath, t)
-			dup.Detail = "taints must be unique by key and effect pair"
-			allErrs = append(allErrs, dup)
-			continue
-		}
-		seen[k] = true
-	}
-	return allErrs
+// taintRule checks one taint on its own, at its index in the list.
+type taintRule func(t corev1.Taint, at *field.Path) field.ErrorList
+
+// nodeTaintRules are what every taint of a node must pass by itself; errors come in this
+// order. Taints on nodes must name an effect; tolerations may leave it empty (pod_spec.go).
+var nodeTaintRules = []taintRule{
+	func(t corev1.Taint, at *field.Path) field.ErrorList {
+		return metav1validation.ValidateLabelName(t.Key, at.Child("key"))
+	},
+	func(t corev1.Taint, at *field.Path) field.ErrorList {
+		return labelValue(t.Value, at.Child("value"))
+	},
+	func(t corev1.Taint, at *field.Path) field.ErrorList {
+		return validateTaintEffect(t.Effect, false, at.Child("effect"))
+	},
 }
 
+// taintIdentity is what makes two taints the same taint: the scheduler and the taint manager
+// key taints by it, so a node may not carry two of them.
+type taintIdentity struct {
+	key    string
+	effect corev1.TaintEffect
+}
+
+// validateNodeTaints applies nodeTaintRules to each taint, then refuses a taint whose identity
+// an earlier one already has.
+func validateNodeTaints(taints []corev1.Taint, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	earlier := sets.New[taintIdentity]()
+	for i, t := range taints {
+		at := fldPath.Index(i)
+		for _, rule := range nodeTaintRules {
+			errs = append(errs, rule(t, at)...)
+		}
+		id := taintIdentity{key: t.Key, effect: t.Effect}
+		if earlier.Has(id) {
+			dup := field.Duplicate(at, t)
+			dup.Detail = "taints must be unique by key and effect pair"
+			errs = append(errs, dup)
+		}
+		earlier.Insert(id)
+	}
+	return errs
+}
+
+// labelValue reports every problem of a label-shaped value in one error, joined with ";".
+func labelValue(v string, at *field.Path) field.ErrorList {
+	problems := utilvalidation.IsValidLabelValue(v)
+	if len(problems) == 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(at, v, strings.Join(problems, ";"))}
+}
+
+// supportedTaintEffects are the effects the scheduler and the taint manager act on, in the
+// order the "supported values" message lists them.
 var supportedTaintEffects = []corev1.TaintEffect{
 	corev1.TaintEffectNoSchedule,
 	corev1.TaintEffectPreferNoSchedule,
 	corev1.TaintEffectNoExecute,
 }
 
+// validateTaintEffect checks an effect against supportedTaintEffects; allowEmpty is for
+// tolerations, where no effect means every effect.
 func validateTaintEffect(effect corev1.TaintEffect, allowEmpty bool, fldPath *field.Path) field.ErrorList {
-	if effect == "" {
-		if allowEmpty {
-			return nil
-		}
+	switch {
+	case effect == "" && allowEmpty:
+		return nil
+	case effect == "":
 		return field.ErrorList{field.Required(fldPath, "")}
-	}
-	for _, e := range supportedTaintEffects {
-		if effect == e {
-			return nil
-		}
+	case slices.Contains(supportedTaintEffects, effect):
+		return nil
 	}
 	return field.ErrorList{field.NotSupported(fldPath, effect, supportedTaintEffects)}
 }

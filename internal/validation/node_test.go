@@ -1,11 +1,14 @@
 package validation
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func validNode() *corev1.Node {
@@ -144,6 +147,84 @@ func TestValidateNodeUpdate(t *testing.T) {
 			tc.mutate(newN)
 			expectErrors(t, ValidateNodeUpdate(newN, oldN), tc.want...)
 			expectErrors(t, ValidateNodeStatusUpdate(newN, oldN), tc.want...)
+		})
+	}
+}
+
+// TestValidateNodeTaintsMessages pins the whole error a client sees for each taint rule: type,
+// field path, value and detail, in the order the rules report them.
+func TestValidateNodeTaintsMessages(t *testing.T) {
+	const key = "example.com/k"
+	tests := []struct {
+		name   string
+		taints []corev1.Taint
+		want   []string
+	}{
+		{
+			name: "every supported effect, same key",
+			taints: []corev1.Taint{
+				{Key: key, Value: "v", Effect: corev1.TaintEffectNoSchedule},
+				{Key: key, Value: "v", Effect: corev1.TaintEffectPreferNoSchedule},
+				{Key: key, Value: "v", Effect: corev1.TaintEffectNoExecute},
+			},
+		},
+		{
+			name:   "every rule of one taint fails, in order",
+			taints: []corev1.Taint{{Key: "bad key", Value: "bad value", Effect: "Later"}},
+			want: []string{
+				`spec.taints[0].key: Invalid value: "bad key": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+				`spec.taints[0].value: Invalid value: "bad value": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+				`spec.taints[0].effect: Unsupported value: "Later": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`,
+			},
+		},
+		{
+			name:   "value too long and badly formed joins both problems",
+			taints: []corev1.Taint{{Key: key, Value: "-" + strings.Repeat("a", 63), Effect: corev1.TaintEffectNoSchedule}},
+			want: []string{
+				`spec.taints[0].value: Invalid value: "-` + strings.Repeat("a", 63) + `": must be no more than 63 bytes;a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+			},
+		},
+		{
+			name:   "missing effect",
+			taints: []corev1.Taint{{Key: key}},
+			want:   []string{`spec.taints[0].effect: Required value`},
+		},
+		{
+			name: "duplicate key and effect, reported at the later one",
+			taints: []corev1.Taint{
+				{Key: key, Value: "a", Effect: corev1.TaintEffectNoSchedule},
+				{Key: key, Value: "b", Effect: corev1.TaintEffectNoExecute},
+				{Key: key, Value: "c", Effect: corev1.TaintEffectNoSchedule},
+				{Key: key, Value: "d", Effect: corev1.TaintEffectNoSchedule},
+			},
+			want: []string{
+				`spec.taints[2]: Duplicate value: {"key":"example.com/k","value":"c","effect":"NoSchedule"}: taints must be unique by key and effect pair`,
+				`spec.taints[3]: Duplicate value: {"key":"example.com/k","value":"d","effect":"NoSchedule"}: taints must be unique by key and effect pair`,
+			},
+		},
+		{
+			name: "a duplicate is still checked on its own first",
+			taints: []corev1.Taint{
+				{Key: key, Effect: "Soon"},
+				{Key: key, Value: "bad value", Effect: "Soon"},
+			},
+			want: []string{
+				`spec.taints[0].effect: Unsupported value: "Soon": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`,
+				`spec.taints[1].value: Invalid value: "bad value": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+				`spec.taints[1].effect: Unsupported value: "Soon": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`,
+				`spec.taints[1]: Duplicate value: {"key":"example.com/k","value":"bad value","effect":"Soon"}: taints must be unique by key and effect pair`,
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, err := range validateNodeTaints(tc.taints, field.NewPath("spec", "taints")) {
+				got = append(got, err.Error())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("errors:\n got %q\nwant %q", got, tc.want)
+			}
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/idplane/idplane/internal/agent/objects"
 	"github.com/idplane/idplane/internal/pki"
 )
 
@@ -165,13 +166,13 @@ func TestPodObjectsAndTokens(t *testing.T) {
 			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}},
 		},
 	}}})
-	wantObjects := []objectRef{
-		{secret: true, namespace: pp.Namespace, name: pp.Secret},
-		{namespace: pp.Namespace, name: pp.ConfigMap},
-		{namespace: pp.Namespace, name: "kube-root-ca.crt"},
+	wantObjects := []objects.Ref{
+		{Kind: objects.Secret, Namespace: pp.Namespace, Name: pp.Secret},
+		{Kind: objects.ConfigMap, Namespace: pp.Namespace, Name: pp.ConfigMap},
+		{Kind: objects.ConfigMap, Namespace: pp.Namespace, Name: "kube-root-ca.crt"},
 	}
-	if got := podObjects(pod); !slices.Equal(got, wantObjects) {
-		t.Errorf("podObjects = %v, want %v", got, wantObjects)
+	if got := objects.PodRefs(pod); !slices.Equal(got, wantObjects) {
+		t.Errorf("objects.PodRefs = %v, want %v", got, wantObjects)
 	}
 	tokens := podTokens(pod)
 	if len(tokens) != 2 || *tokens[0].ExpirationSeconds != 600 || tokens[0].Audience != tokenAudience || *tokens[1].ExpirationSeconds != 3607 || tokens[1].Audience != "" {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/idplane/idplane/internal/agent/objects"
+	"github.com/idplane/idplane/internal/podwalk"
 )
 
 const (
@@ -64,22 +65,17 @@ type simNode struct {
 	mu      sync.Mutex
 	nodeUID types.UID
 	pods    map[types.UID]bool
-	watches map[objectRef]chan struct{}
-	secrets []objectRef
+	watches map[objects.Ref]chan struct{}
+	secrets []objects.Ref
 	// setups counts the pods being set up; ready waits for the initial ones.
 	setups sync.WaitGroup
 	podSem chan struct{}
 }
 
-type objectRef struct {
-	secret          bool
-	namespace, name string
-}
-
 func newSimNode(name string, cs kubernetes.Interface, cfg nodeConfig, rec *recorder) *simNode {
 	return &simNode{
 		name: name, cs: cs, cfg: cfg, rec: rec,
-		pods: map[types.UID]bool{}, watches: map[objectRef]chan struct{}{}, podSem: make(chan struct{}, podWorkers),
+		pods: map[types.UID]bool{}, watches: map[objects.Ref]chan struct{}{}, podSem: make(chan struct{}, podWorkers),
 	}
 }
 
@@ -267,7 +263,7 @@ func (n *simNode) getLoop(ctx context.Context) {
 		i++
 		ctx, cancel := n.call(ctx)
 		defer cancel()
-		if _, err := n.cs.CoreV1().Secrets(r.namespace).Get(ctx, r.name, metav1.GetOptions{}); err != nil {
+		if _, err := n.cs.CoreV1().Secrets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{}); err != nil {
 			return fmt.Errorf("reading secret: %w", err)
 		}
 		return nil
@@ -337,7 +333,7 @@ func (n *simNode) addPod(ctx context.Context, pod *corev1.Pod) {
 }
 
 func (n *simNode) setUpPod(ctx context.Context, pod *corev1.Pod) {
-	for _, r := range podObjects(pod) {
+	for _, r := range objects.PodRefs(pod) {
 		select {
 		case <-n.watch(ctx, r):
 		case <-ctx.Done():
@@ -362,7 +358,7 @@ func (n *simNode) setUpPod(ctx context.Context, pod *corev1.Pod) {
 
 // watch starts, once per node, the single-object watch of r and returns the channel closed when
 // its initial state is in.
-func (n *simNode) watch(ctx context.Context, r objectRef) <-chan struct{} {
+func (n *simNode) watch(ctx context.Context, r objects.Ref) <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if ch, ok := n.watches[r]; ok {
@@ -370,13 +366,13 @@ func (n *simNode) watch(ctx context.Context, r objectRef) <-chan struct{} {
 	}
 	synced := make(chan struct{})
 	n.watches[r] = synced
-	byName := fields.OneTermEqualSelector("metadata.name", r.name).String()
+	byName := fields.OneTermEqualSelector("metadata.name", r.Name).String()
 	var lw *cache.ListWatch
-	if r.secret {
+	if r.Kind == objects.Secret {
 		n.secrets = append(n.secrets, r)
-		lw = objects.ListWatch(n.cs.CoreV1().Secrets(r.namespace), byName)
+		lw = objects.ListWatch(n.cs.CoreV1().Secrets(r.Namespace), byName)
 	} else {
-		lw = objects.ListWatch(n.cs.CoreV1().ConfigMaps(r.namespace), byName)
+		lw = objects.ListWatch(n.cs.CoreV1().ConfigMaps(r.Namespace), byName)
 	}
 	// The agent writes volumes from what the watch delivers; the simulation only needs to read it.
 	go watchLoop(ctx, lw, n.rec, synced, func(watch.Event) {})
@@ -461,58 +457,19 @@ func (n *simNode) setCondition(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// podObjects are the secrets and configmaps a pod's volumes read, each once.
-func podObjects(pod *corev1.Pod) []objectRef {
-	var refs []objectRef
-	add := func(secret bool, name string) {
-		r := objectRef{secret: secret, namespace: pod.Namespace, name: name}
-		for _, have := range refs {
-			if have == r {
-				return
-			}
-		}
-		if name != "" {
-			refs = append(refs, r)
-		}
-	}
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.Secret != nil:
-			add(true, v.Secret.SecretName)
-		case v.ConfigMap != nil:
-			add(false, v.ConfigMap.Name)
-		case v.Projected != nil:
-			for _, s := range v.Projected.Sources {
-				switch {
-				case s.Secret != nil:
-					add(true, s.Secret.Name)
-				case s.ConfigMap != nil:
-					add(false, s.ConfigMap.Name)
-				}
-			}
-		}
-	}
-	return refs
-}
-
 // podTokens are a pod's projected service-account token sources, expirationSeconds defaulted
 // as the API does.
 func podTokens(pod *corev1.Pod) []corev1.ServiceAccountTokenProjection {
 	var out []corev1.ServiceAccountTokenProjection
-	for _, v := range pod.Spec.Volumes {
-		if v.Projected == nil {
+	for p := range podwalk.Projections(&pod.Spec) {
+		if p.ServiceAccountToken == nil {
 			continue
 		}
-		for _, s := range v.Projected.Sources {
-			if s.ServiceAccountToken == nil {
-				continue
-			}
-			src := *s.ServiceAccountToken
-			if src.ExpirationSeconds == nil {
-				src.ExpirationSeconds = ptr.To[int64](3600)
-			}
-			out = append(out, src)
+		src := *p.ServiceAccountToken
+		if src.ExpirationSeconds == nil {
+			src.ExpirationSeconds = ptr.To[int64](3600)
 		}
+		out = append(out, src)
 	}
 	return out
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
 
-	"github.com/idplane/idplane/internal/bootstraptoken"
+	"github.com/idplane/idplane/internal/jointoken"
 )
 
 func tokenCommand() *cobra.Command {
@@ -20,7 +20,7 @@ func tokenCommand() *cobra.Command {
 }
 
 func tokenCreateCommand() *cobra.Command {
-	r := bootstraptoken.Request{AdminKubeconfig: "./idplane-data/admin.kubeconfig", TTL: 24 * time.Hour, Clock: clock.RealClock{}}
+	r := jointoken.Request{AdminKubeconfig: "./idplane-data/admin.kubeconfig", TTL: 24 * time.Hour, Clock: clock.RealClock{}}
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create a bootstrap token and print a bootstrap kubeconfig for a node agent",
@@ -31,7 +31,7 @@ func tokenCreateCommand() *cobra.Command {
 			"  idplane token create --node-name node-a --single-use > node-a.kubeconfig",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := bootstraptoken.Issue(cmd.Context(), r)
+			out, err := jointoken.Issue(cmd.Context(), r)
 			if err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/idplane/idplane/internal/bootstraptoken"
+	"github.com/idplane/idplane/internal/jointoken"
 )
 
 // secretSink is an API server that accepts secret creations in kube-system and keeps them.
@@ -119,13 +119,13 @@ func TestTokenCreate(t *testing.T) {
 				t.Fatalf("created %d secrets, want 1", len(created))
 			}
 			s := created[0]
-			for _, k := range []string{bootstraptoken.NodeNameKey, bootstraptoken.SingleUseKey} {
+			for _, k := range []string{jointoken.NodeNameKey, jointoken.SingleUseKey} {
 				if got, want := s.Data[k], tc.data[k]; string(got) != want {
 					t.Errorf("data[%s] = %q, want %q", k, got, want)
 				}
 			}
-			tok := bootstraptoken.Token{ID: string(s.Data["token-id"]), Secret: string(s.Data["token-secret"])}
-			want, err := bootstraptoken.Kubeconfig(bootstraptoken.Cluster{Server: sink.URL, CAPEM: caPEM}, tok)
+			tok := jointoken.Token{ID: string(s.Data["token-id"]), Secret: string(s.Data["token-secret"])}
+			want, err := jointoken.Kubeconfig(jointoken.Cluster{Server: sink.URL, CAPEM: caPEM}, tok)
 			if err != nil {
 				t.Fatal(err)
 			}

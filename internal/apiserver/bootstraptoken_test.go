@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/idplane/idplane/internal/bootstraptoken"
+	"github.com/idplane/idplane/internal/jointoken"
 )
 
 // whoAmI asks the server who the client is.
@@ -110,7 +110,7 @@ func TestBootstrapTokens(t *testing.T) {
 		},
 	}
 	mustCreate(t, secrets.Create, withGroups)
-	tok, err := bootstraptoken.Create(ctx, s.client, clock.RealClock{}, time.Hour, bootstraptoken.Binding{})
+	tok, err := jointoken.Create(ctx, s.client, clock.RealClock{}, time.Hour, jointoken.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func waitEvent(t *testing.T, s *testServer, csr, reason string) string {
 func TestNodeBoundBootstrapToken(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
-	tok, err := bootstraptoken.Create(ctx, s.client, clock.RealClock{}, time.Hour, bootstraptoken.Binding{NodeName: "n1", SingleUse: true})
+	tok, err := jointoken.Create(ctx, s.client, clock.RealClock{}, time.Hour, jointoken.Binding{NodeName: "n1", SingleUse: true})
 	if err != nil {
 		t.Fatal(err)
 	}

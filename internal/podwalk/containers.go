@@ -1,7 +1,8 @@
-// Package podwalk is the one walk over a pod: its containers of every kind, and every API object
-// it references. The Node authorizer's graph, NodeRestriction and validation all walk pods
-// through it, so that what a node may read, what a mirror pod may name and what validation
-// checks cannot drift apart.
+// Package podwalk is the one walk over a pod: its containers of every kind, the sources of its
+// projected volumes, and every API object it references. The Node authorizer's graph,
+// NodeRestriction, validation and the agent all walk pods through it, so that what a node may
+// read, what a mirror pod may name, what validation checks and what the agent fetches cannot
+// drift apart.
 package podwalk
 
 import (

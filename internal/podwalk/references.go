@@ -58,8 +58,13 @@ func (k Kind) Resource() string { return resources[k] }
 // invalid pod, before validation has refused it): the reference is reported all the same.
 type Reference struct {
 	Kind Kind
-	Name string
-	Path Path
+	// Contents: the node puts the object's data in the pod, as a volume's files (secret,
+	// configMap and projected sources) or a container's environment. Other objects serve the
+	// node on the pod's behalf: its identity, pulling its images, a storage plugin's credentials,
+	// its claims.
+	Contents bool
+	Name     string
+	Path     Path
 }
 
 // Path locates a reference in the pod without building a field.Path, which allocates; the graph
@@ -128,8 +133,15 @@ type walker struct {
 	stopped bool
 }
 
-func (w *walker) emit(k Kind, name string, p Path) {
-	if !w.stopped && !w.yield(Reference{Kind: k, Name: name, Path: p}) {
+func (w *walker) emit(k Kind, name string, p Path) { w.report(Reference{Kind: k, Name: name, Path: p}) }
+
+// contents reports an object whose data the node puts in the pod.
+func (w *walker) contents(k Kind, name string, p Path) {
+	w.report(Reference{Kind: k, Contents: true, Name: name, Path: p})
+}
+
+func (w *walker) report(r Reference) {
+	if !w.stopped && !w.yield(r) {
 		w.stopped = true
 	}
 }
@@ -169,10 +181,10 @@ func (w *walker) container(c Container) {
 	base := at(specFieldNames[c.Kind], c.Index)
 	for j, e := range c.EnvFrom {
 		if e.SecretRef != nil {
-			w.emit(Secret, e.SecretRef.Name, base.then("envFrom", j).field("secretRef.name"))
+			w.contents(Secret, e.SecretRef.Name, base.then("envFrom", j).field("secretRef.name"))
 		}
 		if e.ConfigMapRef != nil {
-			w.emit(ConfigMap, e.ConfigMapRef.Name, base.then("envFrom", j).field("configMapRef.name"))
+			w.contents(ConfigMap, e.ConfigMapRef.Name, base.then("envFrom", j).field("configMapRef.name"))
 		}
 	}
 	for j, e := range c.Env {
@@ -180,10 +192,10 @@ func (w *walker) container(c Container) {
 			continue
 		}
 		if r := e.ValueFrom.SecretKeyRef; r != nil {
-			w.emit(Secret, r.Name, base.then("env", j).field("valueFrom.secretKeyRef.name"))
+			w.contents(Secret, r.Name, base.then("env", j).field("valueFrom.secretKeyRef.name"))
 		}
 		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
-			w.emit(ConfigMap, r.Name, base.then("env", j).field("valueFrom.configMapKeyRef.name"))
+			w.contents(ConfigMap, r.Name, base.then("env", j).field("valueFrom.configMapKeyRef.name"))
 		}
 	}
 }
@@ -199,9 +211,9 @@ func (w *walker) volume(v *corev1.Volume, p Path) {
 	}
 	switch {
 	case s.Secret != nil:
-		w.emit(Secret, s.Secret.SecretName, p.field("secret.secretName"))
+		w.contents(Secret, s.Secret.SecretName, p.field("secret.secretName"))
 	case s.ConfigMap != nil:
-		w.emit(ConfigMap, s.ConfigMap.Name, p.field("configMap.name"))
+		w.contents(ConfigMap, s.ConfigMap.Name, p.field("configMap.name"))
 	case s.Projected != nil:
 		for j := range s.Projected.Sources {
 			w.projection(&s.Projected.Sources[j], p.then("projected.sources", j))
@@ -245,9 +257,9 @@ func (w *walker) volume(v *corev1.Volume, p Path) {
 func (w *walker) projection(src *corev1.VolumeProjection, p Path) {
 	switch {
 	case src.Secret != nil:
-		w.emit(Secret, src.Secret.Name, p.field("secret.name"))
+		w.contents(Secret, src.Secret.Name, p.field("secret.name"))
 	case src.ConfigMap != nil:
-		w.emit(ConfigMap, src.ConfigMap.Name, p.field("configMap.name"))
+		w.contents(ConfigMap, src.ConfigMap.Name, p.field("configMap.name"))
 	case src.ServiceAccountToken != nil:
 		// The token is the pod's own service account's, which a walk reports already; the
 		// source is reported too, since it is what asks the node to fetch a token.
@@ -256,11 +268,11 @@ func (w *walker) projection(src *corev1.VolumeProjection, p Path) {
 		b := src.ClusterTrustBundle
 		switch {
 		case b.Name != nil:
-			w.emit(ClusterTrustBundle, *b.Name, p.field("clusterTrustBundle.name"))
+			w.contents(ClusterTrustBundle, *b.Name, p.field("clusterTrustBundle.name"))
 		case b.SignerName != nil:
-			w.emit(ClusterTrustBundle, *b.SignerName, p.field("clusterTrustBundle.signerName"))
+			w.contents(ClusterTrustBundle, *b.SignerName, p.field("clusterTrustBundle.signerName"))
 		default:
-			w.emit(ClusterTrustBundle, "", p.field("clusterTrustBundle"))
+			w.contents(ClusterTrustBundle, "", p.field("clusterTrustBundle"))
 		}
 	case src.PodCertificate != nil:
 		w.emit(PodCertificate, src.PodCertificate.SignerName, p.field("podCertificate.signerName"))

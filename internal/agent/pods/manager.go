@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -225,7 +224,7 @@ func (m *Manager) sync(ctx context.Context, key string) (time.Time, error) {
 	m.written[key] = pod.UID
 	m.mu.Unlock()
 
-	m.objects.Use(key, objectRefs(pod), usesTrustBundles(pod))
+	m.objects.Use(key, objects.PodRefs(pod), usesTrustBundles(pod))
 	problem := m.writePod(ctx, pod)
 	if err := m.setCondition(ctx, pod, problem); err != nil {
 		return time.Time{}, err
@@ -305,28 +304,23 @@ func (m *Manager) adoptTokens(pod *corev1.Pod, podDir string) {
 	if done {
 		return
 	}
-	for _, v := range pod.Spec.Volumes {
-		if v.Projected == nil {
+	for p := range podwalk.Projections(&pod.Spec) {
+		if p.ServiceAccountToken == nil {
 			continue
 		}
-		for _, s := range v.Projected.Sources {
-			if s.ServiceAccountToken == nil {
-				continue
-			}
-			path, err := atomicwriter.ValidatePath(s.ServiceAccountToken.Path)
-			if err != nil {
-				continue
-			}
-			// Read inside the volume directory only, whatever links were planted in it.
-			root, err := os.OpenRoot(filepath.Join(podDir, "volumes", v.Name))
-			if err != nil {
-				continue
-			}
-			data, err := root.ReadFile(path)
-			root.Close()
-			if err == nil {
-				m.tokens.Adopt(pod, s.ServiceAccountToken, data)
-			}
+		path, err := atomicwriter.ValidatePath(p.ServiceAccountToken.Path)
+		if err != nil {
+			continue
+		}
+		// Read inside the volume directory only, whatever links were planted in it.
+		root, err := os.OpenRoot(filepath.Join(podDir, "volumes", p.Volume.Name))
+		if err != nil {
+			continue
+		}
+		data, err := root.ReadFile(path)
+		root.Close()
+		if err == nil {
+			m.tokens.Adopt(pod, p.ServiceAccountToken, data)
 		}
 	}
 }
@@ -514,64 +508,10 @@ func (m *Manager) removePodDir(uid types.UID) error {
 	return nil
 }
 
-// objectRefs are the secrets and configmaps the pod's volumes and its containers' environments
-// read.
-func objectRefs(pod *corev1.Pod) []objects.Ref {
-	var refs []objects.Ref
-	add := func(kind objects.Kind, name string) {
-		r := objects.Ref{Kind: kind, Namespace: pod.Namespace, Name: name}
-		if name != "" && !slices.Contains(refs, r) {
-			refs = append(refs, r)
-		}
-	}
-	for c := range podwalk.Containers(&pod.Spec) {
-		for _, from := range c.EnvFrom {
-			switch {
-			case from.SecretRef != nil:
-				add(objects.Secret, from.SecretRef.Name)
-			case from.ConfigMapRef != nil:
-				add(objects.ConfigMap, from.ConfigMapRef.Name)
-			}
-		}
-		for _, e := range c.Env {
-			switch {
-			case e.ValueFrom == nil:
-			case e.ValueFrom.SecretKeyRef != nil:
-				add(objects.Secret, e.ValueFrom.SecretKeyRef.Name)
-			case e.ValueFrom.ConfigMapKeyRef != nil:
-				add(objects.ConfigMap, e.ValueFrom.ConfigMapKeyRef.Name)
-			}
-		}
-	}
-	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.Secret != nil:
-			add(objects.Secret, v.Secret.SecretName)
-		case v.ConfigMap != nil:
-			add(objects.ConfigMap, v.ConfigMap.Name)
-		case v.Projected != nil:
-			for _, s := range v.Projected.Sources {
-				switch {
-				case s.Secret != nil:
-					add(objects.Secret, s.Secret.Name)
-				case s.ConfigMap != nil:
-					add(objects.ConfigMap, s.ConfigMap.Name)
-				}
-			}
-		}
-	}
-	return refs
-}
-
 func usesTrustBundles(pod *corev1.Pod) bool {
-	for _, v := range pod.Spec.Volumes {
-		if v.Projected == nil {
-			continue
-		}
-		for _, s := range v.Projected.Sources {
-			if s.ClusterTrustBundle != nil {
-				return true
-			}
+	for r := range podwalk.References(pod) {
+		if r.Kind == podwalk.ClusterTrustBundle {
+			return true
 		}
 	}
 	return false

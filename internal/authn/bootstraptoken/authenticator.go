@@ -1,6 +1,6 @@
 // Package bootstraptoken authenticates bootstrap tokens: bearer tokens "<id>.<secret>" backed by
 // a Secret "bootstrap-token-<id>" of type bootstrap.kubernetes.io/token in kube-system, which a
-// new node uses to ask for its first client certificate.
+// new node uses to ask for its first client certificate. internal/jointoken issues them.
 package bootstraptoken
 
 import (

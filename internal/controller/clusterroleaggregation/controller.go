@@ -17,13 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	rbacinformers "k8s.io/client-go/informers/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	rbaclisters "k8s.io/client-go/listers/rbac/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
+
+	"github.com/idplane/idplane/internal/controller/keyworker"
 )
 
 // Controller aggregates ClusterRole rules.
@@ -60,15 +60,7 @@ func New(client kubernetes.Interface, clusterRoles rbacinformers.ClusterRoleInfo
 
 // Run aggregates ClusterRoles until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
+	keyworker.Run(ctx, c.queue, c.synced, workers, "Aggregating clusterrole", c.sync)
 }
 
 func (c *Controller) enqueueAggregated() {
@@ -81,28 +73,6 @@ func (c *Controller) enqueueAggregated() {
 		if r.AggregationRule != nil {
 			c.queue.Add(r.Name)
 		}
-	}
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for {
-		name, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.sync(ctx, name)
-		switch {
-		case apierrors.IsConflict(err):
-			// The informer has not caught up with a concurrent write yet; the retry sees it.
-			klog.V(4).InfoS("Aggregating clusterrole: conflict, retrying", "clusterrole", name)
-			c.queue.AddRateLimited(name)
-		case err != nil:
-			klog.ErrorS(err, "Aggregating clusterrole", "clusterrole", name)
-			c.queue.AddRateLimited(name)
-		default:
-			c.queue.Forget(name)
-		}
-		c.queue.Done(name)
 	}
 }
 
@@ -128,13 +98,16 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	updated.Rules = rules
 	// The update carries the resourceVersion read from the cache: if the role changed
 	// since, the conflict sends it back through the queue to be recomputed.
-	if _, err := c.client.RbacV1().ClusterRoles().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
+	_, err = c.client.RbacV1().ClusterRoles().Update(ctx, updated, metav1.UpdateOptions{})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		// The informer has not caught up with a concurrent write yet; the retry sees it.
+		return keyworker.Wait(fmt.Errorf("updating clusterrole %q: %w", name, err))
+	default:
 		return fmt.Errorf("updating clusterrole %q: %w", name, err)
 	}
-	return nil
 }
 
 // aggregate returns the rules of every other ClusterRole that a selector of role matches,

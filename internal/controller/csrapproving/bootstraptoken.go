@@ -14,12 +14,12 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
-	authnbootstrap "github.com/idplane/idplane/internal/authn/bootstraptoken"
-	"github.com/idplane/idplane/internal/bootstraptoken"
+	"github.com/idplane/idplane/internal/authn/bootstraptoken"
+	"github.com/idplane/idplane/internal/jointoken"
 )
 
 // Beyond upstream: a kubelet client CSR made with a bootstrap token is approved only for the
-// node its token is bound to (bootstraptoken.Binding). Upstream approves any node name for any
+// node its token is bound to (jointoken.Binding). Upstream approves any node name for any
 // bootstrap token allowed nodeclient, so whoever holds a token can become any node.
 
 // Reasons of the events on a CSR left pending because of its token.
@@ -42,7 +42,7 @@ type tokenVerdict struct {
 // file, say) has none and no secret binds it, as upstream.
 func bootstrapToken(csr *certificatesv1.CertificateSigningRequest) (id, secretUID string) {
 	id, ok := strings.CutPrefix(csr.Spec.Username, bootstrapapi.BootstrapUserPrefix)
-	uids := csr.Spec.Extra[authnbootstrap.SecretUIDExtra]
+	uids := csr.Spec.Extra[bootstraptoken.SecretUIDExtra]
 	if !ok || len(uids) == 0 {
 		return "", ""
 	}
@@ -71,7 +71,7 @@ func judgeToken(id, secretUID string, secret *corev1.Secret, commonName, usedBy 
 	case string(secret.UID) != secretUID:
 		return unknown("is not the one that vouched for the CSR's requester (the token was replaced)")
 	}
-	binding, err := bootstraptoken.BindingOf(secret)
+	binding, err := jointoken.BindingOf(secret)
 	if err != nil {
 		return unknown(fmt.Sprintf("has an unreadable binding (%v)", err))
 	}
@@ -79,11 +79,11 @@ func judgeToken(id, secretUID string, secret *corev1.Secret, commonName, usedBy 
 	case binding.NodeName != "" && commonName != nodeUserPrefix+binding.NodeName:
 		return tokenVerdict{reason: reasonTokenNodeMismatch, message: fmt.Sprintf(
 			"Left pending for a human to decide: bootstrap token %s may join only node %q (%s), but the CSR asks for %q",
-			id, binding.NodeName, bootstraptoken.NodeNameKey, commonName)}
+			id, binding.NodeName, jointoken.NodeNameKey, commonName)}
 	case binding.SingleUse && usedBy != "":
 		return tokenVerdict{reason: reasonTokenUsed, message: fmt.Sprintf(
 			"Left pending for a human to decide: bootstrap token %s is single-use (%s) and CSR %q made with it is approved already",
-			id, bootstraptoken.SingleUseKey, usedBy)}
+			id, jointoken.SingleUseKey, usedBy)}
 	}
 	return tokenVerdict{allowed: true}
 }
@@ -99,7 +99,7 @@ func (c *Controller) approvedSibling(csr *certificatesv1.CertificateSigningReque
 	}
 	for _, o := range all {
 		if o.Name == csr.Name || o.Spec.Username != csr.Spec.Username || o.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName ||
-			!slices.Contains(o.Spec.Extra[authnbootstrap.SecretUIDExtra], string(secret.UID)) {
+			!slices.Contains(o.Spec.Extra[bootstraptoken.SecretUIDExtra], string(secret.UID)) {
 			continue
 		}
 		approved, failed := false, false

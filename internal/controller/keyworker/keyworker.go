@@ -5,6 +5,7 @@ package keyworker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -15,7 +16,7 @@ import (
 )
 
 // Run waits for synced, then runs workers calling sync for each queued key until ctx ends, and
-// shuts the queue down. what names the work in error logs.
+// shuts the queue down. what names the work in logs.
 func Run(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], synced cache.InformerSynced, workers int,
 	what string, sync func(context.Context, string) error) {
 	defer utilruntime.HandleCrash()
@@ -30,10 +31,7 @@ func Run(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]
 				return
 			}
 			if err := sync(ctx, key); err != nil {
-				// A sync cut short by the stop is no failure worth logging; the queue is closing.
-				if ctx.Err() == nil {
-					klog.ErrorS(err, what, "key", key)
-				}
+				logRetry(ctx, what, key, err)
 				queue.AddRateLimited(key)
 			} else {
 				queue.Forget(key)
@@ -45,4 +43,26 @@ func Run(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string]
 		go wait.UntilWithContext(ctx, work, time.Second)
 	}
 	<-ctx.Done()
+}
+
+// Wait marks err as a state the sync waits out rather than a failure: objects a namespace still
+// holds, a write that lost to a concurrent one the cache has not seen yet. The key is retried
+// with the queue's backoff all the same; only the log differs.
+func Wait(err error) error { return waitError{err} }
+
+type waitError struct{ error }
+
+func (e waitError) Unwrap() error { return e.error }
+
+// logRetry says why key goes back to the queue: a failure as an error, a wait at verbosity 4,
+// and a sync cut short by the stop not at all, since the queue is closing.
+func logRetry(ctx context.Context, what, key string, err error) {
+	logger := klog.FromContext(ctx)
+	switch {
+	case ctx.Err() != nil:
+	case errors.As(err, new(waitError)):
+		logger.V(4).Info(what+": waiting", "key", key, "reason", err)
+	default:
+		logger.Error(err, what, "key", key)
+	}
 }

@@ -13,8 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -22,7 +20,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
+
+	"github.com/idplane/idplane/internal/controller/keyworker"
 )
 
 // Controller finalizes terminating namespaces.
@@ -62,47 +61,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, namespaces coreinfo
 
 // Run processes namespaces until ctx ends.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for {
-		name, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.sync(ctx, name)
-		switch {
-		case err == nil:
-			c.queue.Forget(name)
-		case errRemaining(err):
-			klog.V(4).InfoS("Namespace still has content", "namespace", name, "reason", err)
-			c.queue.AddRateLimited(name)
-		default:
-			klog.ErrorS(err, "Finalizing namespace", "namespace", name)
-			c.queue.AddRateLimited(name)
-		}
-		c.queue.Done(name)
-	}
-}
-
-type remainingError struct{ resources []string }
-
-func (e remainingError) Error() string {
-	return fmt.Sprintf("objects remain in %v", e.resources)
-}
-
-func errRemaining(err error) bool {
-	_, ok := err.(remainingError)
-	return ok
+	keyworker.Run(ctx, c.queue, c.synced, workers, "Finalizing namespace", c.sync)
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {
@@ -153,7 +112,8 @@ func (c *Controller) deleteContent(ctx context.Context, namespace string) error 
 		}
 	}
 	if len(remaining) > 0 {
-		return remainingError{resources: remaining}
+		// Objects with grace periods or finalizers go in their own time; the namespace waits.
+		return keyworker.Wait(fmt.Errorf("objects remain in %v", remaining))
 	}
 	return nil
 }

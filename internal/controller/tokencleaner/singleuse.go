@@ -10,11 +10,11 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
-	authnbootstrap "github.com/idplane/idplane/internal/authn/bootstraptoken"
-	"github.com/idplane/idplane/internal/bootstraptoken"
+	"github.com/idplane/idplane/internal/authn/bootstraptoken"
+	"github.com/idplane/idplane/internal/jointoken"
 )
 
-// Beyond upstream: a single-use token (bootstraptoken.SingleUseKey) is deleted once a kubelet
+// Beyond upstream: a single-use token (jointoken.SingleUseKey) is deleted once a kubelet
 // client certificate was issued on a CSR it made.
 
 // singleUseGrace is how long a single-use token outlives the first certificate issued with it.
@@ -71,7 +71,7 @@ func issuedAt(csr *certificatesv1.CertificateSigningRequest) time.Time {
 // usedUp says whether s is a single-use token a certificate was issued with and, if so, how long
 // until its grace ends (zero or less: delete it now).
 func (c *Cleaner) usedUp(s *corev1.Secret, now time.Time) (time.Duration, bool, error) {
-	binding, err := bootstraptoken.BindingOf(s)
+	binding, err := jointoken.BindingOf(s)
 	if err != nil || !binding.SingleUse {
 		// A malformed binding authenticates still, but the approver approves nothing for it.
 		return 0, false, nil
@@ -89,7 +89,7 @@ func (c *Cleaner) usedUp(s *corev1.Secret, now time.Time) (time.Duration, bool, 
 	used := false
 	for _, obj := range issued {
 		csr := obj.(*certificatesv1.CertificateSigningRequest)
-		if !slices.Contains(csr.Spec.Extra[authnbootstrap.SecretUIDExtra], string(s.UID)) {
+		if !slices.Contains(csr.Spec.Extra[bootstraptoken.SecretUIDExtra], string(s.UID)) {
 			// Made with another secret of the same id (an earlier one), or by a user of that
 			// name another authenticator vouched for: not with this token.
 			continue

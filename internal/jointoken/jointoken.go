@@ -1,8 +1,9 @@
-// Package bootstraptoken issues bootstrap tokens: it stores a new random token as a
-// bootstrap.kubernetes.io/token secret in kube-system, through an admin's client, and writes the
-// bootstrap kubeconfig a node agent joins the cluster with. It also reads what idplane adds to
+// Package jointoken issues the bootstrap tokens nodes join the cluster with (`idplane token
+// create`): it stores a new random token as a bootstrap.kubernetes.io/token secret in
+// kube-system, through an admin's client, and writes the bootstrap kubeconfig a node agent joins
+// with; internal/authn/bootstraptoken authenticates the tokens. It also reads what idplane adds to
 // such a secret beyond the bootstrap-token format: the one node a token may join (Binding).
-package bootstraptoken
+package jointoken
 
 import (
 	"context"

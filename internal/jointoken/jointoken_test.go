@@ -1,4 +1,4 @@
-package bootstraptoken
+package jointoken
 
 import (
 	"context"

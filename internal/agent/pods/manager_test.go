@@ -294,13 +294,17 @@ func TestTamperedVolumeIsRewritten(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("root:x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "..data", "a"), []byte("forged"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// The link goes in before the forged content. A sync of the pod may run at any moment (the
+	// status patch brings one): one that sees the link repairs with the event, while one that saw
+	// only a changed file would write a fresh directory and drop the old one, link and all,
+	// with nothing to report.
 	if err := os.MkdirAll(filepath.Join(dir, "..data", "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(outside, filepath.Join(dir, "..data", "x", "pw")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "..data", "a"), []byte("forged"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 

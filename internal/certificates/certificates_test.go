@@ -112,12 +112,39 @@ func TestPolicies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Policies[tc.signer].Check(&Request{CSR: makeRequest(t, tc.req), Usages: tc.usages})
+			policy, ok := PolicyFor(tc.signer)
+			if !ok {
+				t.Fatalf("no policy for %s", tc.signer)
+			}
+			err := policy.Check(&Request{CSR: makeRequest(t, tc.req), Usages: tc.usages})
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("Check = %v, want allowed", err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("Check = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestPolicyFor: every built-in signer has its policy, named after it; any other name has none.
+func TestPolicyFor(t *testing.T) {
+	cases := []struct {
+		signer string
+		want   bool
+	}{
+		{certificatesv1.KubeAPIServerClientSignerName, true},
+		{certificatesv1.KubeAPIServerClientKubeletSignerName, true},
+		{certificatesv1.KubeletServingSignerName, true},
+		{legacyUnknownSignerName, true},
+		{"example.com/other", false},
+		{"", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.signer, func(t *testing.T) {
+			p, ok := PolicyFor(tc.signer)
+			if ok != tc.want || (ok && p.SignerName != tc.signer) {
+				t.Errorf("PolicyFor = %q, %t; want %t", p.SignerName, ok, tc.want)
 			}
 		})
 	}
@@ -176,7 +203,7 @@ func TestUsageSetsPerKeyType(t *testing.T) {
 					opts := subjects[signer]
 					opts.key = key
 					req := &Request{CSR: makeRequest(t, opts), Usages: set.usages}
-					err := Policies[signer].Check(req)
+					err := policies[signer].Check(req)
 					if want := slices.Contains(set.signed, signer); want != (err == nil) {
 						t.Fatalf("Check = %v, want signed %v", err, want)
 					}
@@ -310,7 +337,7 @@ func FuzzPolicies(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, p := range Policies {
+		for _, p := range policies {
 			_ = p.Check(&Request{CSR: csr, Usages: []certificatesv1.KeyUsage{certificatesv1.KeyUsage(usage)}})
 		}
 	})

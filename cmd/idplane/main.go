@@ -45,7 +45,7 @@ func serverCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if printAuditPolicy {
-				_, err := cmd.OutOrStdout().Write(apiserver.DefaultAuditPolicy)
+				_, err := cmd.OutOrStdout().Write(apiserver.DefaultAuditPolicy())
 				return err
 			}
 			ctx := genericapiserver.SetupSignalContext()

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -11,12 +12,15 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 )
 
-// DefaultAuditPolicy is the audit policy (audit.k8s.io/v1) used when an audit log is written and
+// defaultAuditPolicy is the audit policy (audit.k8s.io/v1) used when an audit log is written and
 // no policy file is given: Metadata for secrets, TokenRequests, CSR approval and signing, and
 // every request by a node.
 //
 //go:embed audit-policy.yaml
-var DefaultAuditPolicy []byte
+var defaultAuditPolicy []byte
+
+// DefaultAuditPolicy returns a copy of the audit policy used when no policy file is given.
+func DefaultAuditPolicy() []byte { return bytes.Clone(defaultAuditPolicy) }
 
 // AuditOptions are upstream's audit policy and log backend settings. The library's webhook
 // backend is not offered.
@@ -63,7 +67,7 @@ func (a *AuditOptions) ApplyTo(cfg *genericapiserver.Config) error {
 			return fmt.Errorf("writing the default audit policy: %w", err)
 		}
 		defer os.Remove(f.Name())
-		_, err = f.Write(DefaultAuditPolicy)
+		_, err = f.Write(defaultAuditPolicy)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -31,7 +31,11 @@ func loadClusterSigners(o *Options, now time.Time) (map[string]csrsigning.Signer
 		if err != nil {
 			return nil, fmt.Errorf("signer %s: %w", s.signer, err)
 		}
-		signers[s.signer] = csrsigning.Signer{Policy: certificates.Policies[s.signer], CA: ca}
+		policy, ok := certificates.PolicyFor(s.signer)
+		if !ok {
+			return nil, fmt.Errorf("signer %s: no built-in policy", s.signer)
+		}
+		signers[s.signer] = csrsigning.Signer{Policy: policy, CA: ca}
 	}
 	return signers, nil
 }

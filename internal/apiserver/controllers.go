@@ -52,7 +52,8 @@ type controllerContext struct {
 	// caPEM is the cluster CA, which signs the serving certificate.
 	caPEM  []byte
 	issuer serviceaccounttokens.Issuer
-	// signers are the built-in kubernetes.io signers, their CAs loaded once at start.
+	// signers are the built-in kubernetes.io signers; their CAs are read again when their files
+	// change, on every replica (hook signing-ca-reload).
 	signers         map[string]csrsigning.Signer
 	signingDuration time.Duration
 	// approveKubeletServing lets the approver approve nodes' own kubelet serving CSRs.
@@ -196,6 +197,12 @@ func addControllers(srv *genericapiserver.GenericAPIServer, cc controllerContext
 		}},
 		// Reconciling is idempotent, so every replica does it at start, as kube-apiservers do.
 		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, cc.client, rbacIndex) }},
+		{"signing-ca-reload", func(ctx context.Context) error {
+			for _, s := range cc.signers {
+				go s.CA.Run(ctx)
+			}
+			return nil
+		}},
 	}
 	if nodeGraph != nil {
 		hooks = append(hooks, hook{"node-authorizer-graph", func(ctx context.Context) error {

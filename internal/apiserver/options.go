@@ -137,7 +137,7 @@ func NewOptions() *Options {
 		BindAddress:            net.ParseIP("127.0.0.1"),
 		SecurePort:             6443,
 		RequestTimeout:         time.Minute,
-		AuthorizationModes:     append([]string(nil), authz.DefaultModes...),
+		AuthorizationModes:     authz.DefaultModes(),
 		Admission:              admission.NewOptions(),
 		ServiceAccounts:        ServiceAccountOptions{ExtendTokenExpiration: true},
 		ClusterSigningDuration: 365 * 24 * time.Hour,

@@ -23,8 +23,9 @@ const (
 	ModeNode        = "Node"
 )
 
-// DefaultModes is the default --authorization-mode: nodes by their graph, everyone by RBAC.
-var DefaultModes = []string{ModeNode, ModeRBAC}
+// DefaultModes is the default --authorization-mode: nodes by their graph, everyone by RBAC. Each
+// call returns a new slice, so that no caller changes the default for the others.
+func DefaultModes() []string { return []string{ModeNode, ModeRBAC} }
 
 // Mode is one authorizer of the chain; it can also list what a user may do.
 type Mode interface {

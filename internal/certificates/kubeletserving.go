@@ -48,7 +48,7 @@ type servingApprovalRule struct {
 // for names that are not anyone else's and that its Node object already shows.
 var kubeletServingApproval = []servingApprovalRule{
 	{"signer policy", func(r *KubeletServingRequest) error {
-		return Policies[certificatesv1.KubeletServingSignerName].Check(&Request{CSR: r.CSR, Usages: r.Usages})
+		return policies[certificatesv1.KubeletServingSignerName].Check(&Request{CSR: r.CSR, Usages: r.Usages})
 	}},
 	{"requester is the node", requesterIsTheNode},
 	{"node exists", func(r *KubeletServingRequest) error {

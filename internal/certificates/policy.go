@@ -15,10 +15,11 @@ import (
 )
 
 // Policy is what a signer issues: the rules a request must meet. A request that breaks one is
-// refused with the rule's reason, never signed.
+// refused with the rule's reason, never signed. Its rules are unexported so that a Policy handed
+// out is a read-only view: no package can loosen a signer's rules for everyone else.
 type Policy struct {
 	SignerName string
-	Rules      []Rule
+	rules      []Rule
 }
 
 // Rule checks one aspect of a request; it returns why the request breaks it, or nil.
@@ -32,7 +33,7 @@ type Request struct {
 
 // Check returns the first rule the request breaks.
 func (p Policy) Check(req *Request) error {
-	for _, r := range p.Rules {
+	for _, r := range p.rules {
 		if err := r(req); err != nil {
 			return fmt.Errorf("%s: %w", p.SignerName, err)
 		}
@@ -94,18 +95,24 @@ func ParseRequest(data []byte) (*x509.CertificateRequest, error) {
 // nodeUserPrefix starts the common name of every kubelet certificate.
 const nodeUserPrefix = "system:node:"
 
-// Policies are the built-in signers, by name.
-var Policies = map[string]Policy{
+// PolicyFor returns the policy of a built-in signer; false for any other signer name.
+func PolicyFor(signerName string) (Policy, bool) {
+	p, ok := policies[signerName]
+	return p, ok
+}
+
+// policies are the built-in signers, by name.
+var policies = map[string]Policy{
 	certificatesv1.KubeAPIServerClientSignerName: {
 		SignerName: certificatesv1.KubeAPIServerClientSignerName,
-		Rules: []Rule{
+		rules: []Rule{
 			usagesWithin(certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment),
 			usagesInclude(certificatesv1.UsageClientAuth),
 		},
 	},
 	certificatesv1.KubeAPIServerClientKubeletSignerName: {
 		SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-		Rules: []Rule{
+		rules: []Rule{
 			commonNamePrefix(nodeUserPrefix),
 			organizationsExactly("system:nodes"),
 			noSANs,
@@ -114,7 +121,7 @@ var Policies = map[string]Policy{
 	},
 	certificatesv1.KubeletServingSignerName: {
 		SignerName: certificatesv1.KubeletServingSignerName,
-		Rules: []Rule{
+		rules: []Rule{
 			commonNamePrefix(nodeUserPrefix),
 			organizationsExactly("system:nodes"),
 			dnsOrIPSANsOnly,

@@ -1,16 +1,19 @@
 package certificates
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"math/big"
 	"os"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/klog/v2"
 
 	"github.com/idplane/idplane/internal/pki"
 )
@@ -48,70 +51,87 @@ var extKeyUsages = map[certificatesv1.KeyUsage]x509.ExtKeyUsage{
 	certificatesv1.UsageNetscapeSGC:     x509.ExtKeyUsageNetscapeServerGatedCrypto,
 }
 
-// CA is a signing CA read from a certificate and a key file, read again whenever either file
-// changes, so that rotating the CA needs no restart.
+// CA is a signing CA read from a certificate and a key file and read again when they change, so
+// that rotating the CA needs no restart. The files are watched by the library that reloads the
+// server's other certificates, dynamiccertificates, while Run runs. A changed pair that does not
+// load (unreadable, unparsable, or a key that is not the certificate's) is logged and the CA
+// loaded before keeps signing: an operator who replaces the two files one after the other passes
+// through such a pair.
 type CA struct {
 	certFile, keyFile string
-
-	mu     sync.Mutex
-	ca     *pki.CA
-	loaded [2]fileStamp
+	files             *dynamiccertificates.DynamicCertKeyPairContent
+	ca                atomic.Pointer[pki.CA]
 }
 
-type fileStamp struct {
-	modTime time.Time
-	size    int64
-}
-
-// LoadCA reads the CA files.
+// LoadCA reads the CA files; Run keeps reading them.
 func LoadCA(certFile, keyFile string) (*CA, error) {
-	c := &CA{certFile: certFile, keyFile: keyFile}
-	if _, err := c.current(); err != nil {
+	files, err := dynamiccertificates.NewDynamicServingContentFromFiles("signing-ca", certFile, keyFile)
+	if err != nil {
+		// The library does not say which file is at fault, or how; reading the pair does.
+		if _, readErr := readCA(certFile, keyFile); readErr != nil {
+			return nil, readErr
+		}
+		return nil, fmt.Errorf("loading signing CA from %s and %s: %w", certFile, keyFile, err)
+	}
+	c := &CA{certFile: certFile, keyFile: keyFile, files: files}
+	if err := c.load(); err != nil {
 		return nil, err
 	}
+	files.AddListener(reloader{c})
 	return c, nil
 }
 
-// current returns the CA, reading the files again if they changed since they were last read. A
-// changed pair that cannot be read is an error: signing with a CA its operator replaced would
-// issue certificates nobody trusts any more.
-func (c *CA) current() (*pki.CA, error) {
-	var stamps [2]fileStamp
-	for i, f := range []string{c.certFile, c.keyFile} {
-		st, err := os.Stat(f)
-		if err != nil {
-			return nil, fmt.Errorf("reading signing CA: %w", err)
-		}
-		stamps[i] = fileStamp{st.ModTime(), st.Size()}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ca != nil && stamps == c.loaded {
-		return c.ca, nil
-	}
-	certPEM, err := os.ReadFile(c.certFile)
+func readCA(certFile, keyFile string) (*pki.CA, error) {
+	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading signing CA certificate: %w", err)
 	}
-	keyPEM, err := os.ReadFile(c.keyFile)
+	keyPEM, err := os.ReadFile(keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading signing CA key: %w", err)
 	}
+	return parseCA(certFile, keyFile, certPEM, keyPEM)
+}
+
+func parseCA(certFile, keyFile string, certPEM, keyPEM []byte) (*pki.CA, error) {
 	ca, err := pki.ParseCA(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("loading signing CA from %s and %s: %w", c.certFile, c.keyFile, err)
+		return nil, fmt.Errorf("loading signing CA from %s and %s: %w", certFile, keyFile, err)
 	}
-	c.ca, c.loaded = ca, stamps
 	return ca, nil
 }
 
-// CertPEM is the CA's certificate as currently loaded.
-func (c *CA) CertPEM() ([]byte, error) {
-	ca, err := c.current()
+// load parses the pair the library holds now. The library has checked that the key is the
+// certificate's; parsing it here as well keeps to the one parser every CA in idplane goes through.
+func (c *CA) load() error {
+	certPEM, keyPEM := c.files.CurrentCertKeyContent()
+	ca, err := parseCA(c.certFile, c.keyFile, certPEM, keyPEM)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return ca.CertPEM, nil
+	c.ca.Store(ca)
+	klog.InfoS("Signing CA loaded", "certFile", c.certFile, "subject", ca.Cert.Subject.String(),
+		"notAfter", ca.Cert.NotAfter, "serial", ca.Cert.SerialNumber.String())
+	return nil
+}
+
+// reloader is told by the library when the files hold a new valid pair.
+type reloader struct{ c *CA }
+
+func (r reloader) Enqueue() {
+	if err := r.c.load(); err != nil {
+		klog.ErrorS(err, "Keeping the previous signing CA")
+	}
+}
+
+// Run watches the CA files until ctx ends, loading each new pair. A CA runs once.
+func (c *CA) Run(ctx context.Context) {
+	c.files.Run(ctx, 1)
+}
+
+// CertPEM is the CA's certificate as currently loaded.
+func (c *CA) CertPEM() []byte {
+	return c.ca.Load().CertPEM
 }
 
 // SignParams is one signing: the request its policy allowed, the lifetime asked for (nil: the
@@ -127,10 +147,7 @@ type SignParams struct {
 // for, never a CA, valid from a little before now for the shorter of the asked and the maximum
 // lifetimes, and never beyond the CA's own expiry.
 func (c *CA) Sign(p SignParams) ([]byte, error) {
-	ca, err := c.current()
-	if err != nil {
-		return nil, err
-	}
+	ca := c.ca.Load()
 	lifetime := p.MaxDuration
 	if p.ExpirationSeconds != nil {
 		lifetime = min(lifetime, time.Duration(*p.ExpirationSeconds)*time.Second)

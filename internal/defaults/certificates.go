@@ -40,7 +40,7 @@ func guessSigner(csr *certificatesv1beta1.CertificateSigningRequest) string {
 		req.Usages = append(req.Usages, certificatesv1.KeyUsage(u))
 	}
 	for _, signer := range []string{certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.KubeletServingSignerName} {
-		if certificates.Policies[signer].Check(req) == nil {
+		if policy, ok := certificates.PolicyFor(signer); ok && policy.Check(req) == nil {
 			return signer
 		}
 	}

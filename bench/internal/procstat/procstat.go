@@ -1,20 +1,19 @@
 // Package procstat reads what the load tools report about the processes they launch: resident
-// memory and CPU time, from Linux's /proc.
+// memory and CPU time, from Linux's /proc through prometheus/procfs.
 package procstat
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
+	"math"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
-// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat; Linux fixes it at 100 for
-// user space on every architecture Go supports.
-const clockTicks = 100
+// defaultFS is the system's /proc, opened on first use.
+var defaultFS = sync.OnceValues(procfs.NewDefaultFS)
 
 // Memory is a process's resident set size now (VmRSS) and at its peak (VmHWM), in bytes. RSS
 // is the sum of anonymous memory (RssAnon: the heap, stacks) and file pages (RssFile: mostly the
@@ -23,74 +22,50 @@ type Memory struct{ RSS, HWM, Anon, File int64 }
 
 // ReadMemory reads the memory figures of process pid.
 func ReadMemory(pid int) (Memory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	fs, err := defaultFS()
 	if err != nil {
 		return Memory{}, fmt.Errorf("reading memory of process %d: %w", pid, err)
 	}
-	m, err := ParseStatus(b)
-	if err != nil {
-		return Memory{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
-	}
-	return m, nil
+	return readMemory(fs, pid)
 }
 
-// ParseStatus reads VmRSS, VmHWM, RssAnon and RssFile from the text of /proc/<pid>/status.
-func ParseStatus(status []byte) (Memory, error) {
-	var m Memory
-	fields := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.HWM, "RssAnon": &m.Anon, "RssFile": &m.File}
-	for line := range strings.Lines(string(status)) {
-		key, value, ok := strings.Cut(line, ":")
-		field := fields[key]
-		if !ok || field == nil {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
-		if err != nil {
-			return Memory{}, fmt.Errorf("parsing %s: %w", key, err)
-		}
-		*field = kb << 10
+func readMemory(fs procfs.FS, pid int) (Memory, error) {
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return Memory{}, fmt.Errorf("reading memory of process %d: %w", pid, err)
 	}
-	if m.RSS == 0 {
-		return Memory{}, fmt.Errorf("no VmRSS")
+	s, err := p.NewStatus()
+	if err != nil {
+		return Memory{}, fmt.Errorf("reading memory of process %d: %w", pid, err)
 	}
-	return m, nil
+	// The library reads a figure it cannot parse as 0; a live process always has some RSS.
+	if s.VmRSS == 0 {
+		return Memory{}, fmt.Errorf("reading memory of process %d: no VmRSS", pid)
+	}
+	return Memory{RSS: int64(s.VmRSS), HWM: int64(s.VmHWM), Anon: int64(s.RssAnon), File: int64(s.RssFile)}, nil
 }
 
 // CPU returns the user plus system CPU time process pid has used so far.
 func CPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fs, err := defaultFS()
 	if err != nil {
 		return 0, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
 	}
-	d, err := ParseStat(b)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return d, nil
+	return cpu(fs, pid)
 }
 
-// ParseStat returns utime plus stime from the text of /proc/<pid>/stat.
-func ParseStat(stat []byte) (time.Duration, error) {
-	// The command name in parentheses may hold spaces and parentheses; the numbered fields follow
-	// its last ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("no command name")
+func cpu(fs procfs.FS, pid int) (time.Duration, error) {
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return 0, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
 	}
-	fields := strings.Fields(string(stat[i+1:]))
-	// utime and stime are fields 14 and 15 of stat; fields[0] here is field 3.
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
+	s, err := p.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
 	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parsing CPU ticks: %w", err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	// CPUTime is in seconds, from whole clock ticks: rounding to the nanosecond undoes the
+	// float's error.
+	return time.Duration(math.Round(s.CPUTime() * float64(time.Second))), nil
 }
 
 // SelfCPU returns the user plus system CPU time the calling process has used so far.
@@ -107,19 +82,17 @@ func MiB(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 
 // LoadAverage is the machine's one-minute load average.
 func LoadAverage() (float64, error) {
-	b, err := os.ReadFile("/proc/loadavg")
+	fs, err := defaultFS()
 	if err != nil {
 		return 0, fmt.Errorf("reading the load average: %w", err)
 	}
-	return ParseLoadAverage(b)
+	return loadAverage(fs)
 }
 
-// ParseLoadAverage reads the one-minute figure from the text of /proc/loadavg.
-func ParseLoadAverage(loadavg []byte) (float64, error) {
-	first, _, _ := strings.Cut(strings.TrimSpace(string(loadavg)), " ")
-	l, err := strconv.ParseFloat(first, 64)
+func loadAverage(fs procfs.FS) (float64, error) {
+	l, err := fs.LoadAvg()
 	if err != nil {
-		return 0, fmt.Errorf("parsing the load average %q: %w", first, err)
+		return 0, fmt.Errorf("reading the load average: %w", err)
 	}
-	return l, nil
+	return l.Load1, nil
 }

@@ -1,7 +1,7 @@
 // Package nodestatus registers the agent's Node and keeps it alive as the kubelet does: the
-// Lease kube-node-lease/<node> renewed every quarter of its duration, and the Node's status
-// (Ready condition, addresses, node info) written through nodes/status when it changes and at
-// least every status update period.
+// Lease kube-node-lease/<node> renewed every quarter of its duration by the kubelet's own lease
+// controller (component-helpers), and the Node's status (Ready condition, addresses, node info)
+// written through nodes/status when it changes and at least every status update period.
 package nodestatus
 
 import (
@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-helpers/apimachinery/lease"
 	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
@@ -52,7 +53,8 @@ type Config struct {
 	// StatusUpdateFrequency is how often the status is rewritten when nothing changed (the
 	// kubelet's nodeStatusReportFrequency). Default 5 min.
 	StatusUpdateFrequency time.Duration
-	// Clock times renewals and heartbeats; nil is the real clock.
+	// Clock times the status checks and the retries, and stamps the Lease's renew time; nil is
+	// the real clock. The lease controller spaces its renewals on the real clock.
 	Clock clock.Clock
 }
 
@@ -76,19 +78,18 @@ func Run(ctx context.Context, client kubernetes.Interface, c Config) error {
 	if !r.register(ctx) {
 		return nil
 	}
+	// Renewal starts once the Node exists, so that the Lease names it as its owner from the first.
+	leases := lease.NewController(r.clock, client, c.NodeName, int32(r.cfg.LeaseDuration/time.Second), nil,
+		r.cfg.LeaseDuration/4, c.NodeName, corev1.NamespaceNodeLease, r.ownLease)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		r.renewLeases(ctx)
-	}()
+	wg.Go(func() { leases.Run(ctx) })
 	r.reportStatus(ctx)
 	wg.Wait()
 	return nil
 }
 
-// reporter holds what the loops share: the Node's UID, which the Lease names as its owner so
-// that the Lease goes with the Node.
+// reporter holds what the status loop and the lease controller share: the Node's UID, which the
+// Lease names as its owner so that the Lease goes with the Node.
 type reporter struct {
 	client kubernetes.Interface
 	cfg    Config
@@ -96,7 +97,6 @@ type reporter struct {
 
 	mu      sync.Mutex
 	nodeUID types.UID
-	lease   *coordinationv1.Lease
 	// node is the Node as the server last returned it to the agent; the status checks compare
 	// against it instead of reading the Node again.
 	node *corev1.Node
@@ -361,75 +361,16 @@ func (r *reporter) getNodeUID() types.UID {
 	return r.nodeUID
 }
 
-// renewLeases renews the node's Lease every quarter of its duration, retrying sooner after a
-// failure so that a short outage does not cost a whole interval.
-func (r *reporter) renewLeases(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	interval := r.cfg.LeaseDuration / 4
-	backoff := retryBackoff(interval)
-	for {
-		delay := interval
-		if err := r.renewLease(ctx); err != nil {
-			delay = backoff.Step()
-			logger.Error(err, "Renewing the node lease failed, retrying", "retryIn", delay)
-		} else {
-			backoff = retryBackoff(interval)
-		}
-		if !clockwait.Sleep(ctx, r.clock, delay) {
-			return
-		}
-	}
-}
-
-// renewLease updates the Lease from the copy last written, as the kubelet does to spare a read;
-// on a conflict or a missing Lease it reads it again or creates it.
-func (r *reporter) renewLease(ctx context.Context) error {
-	leases := r.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-	if r.lease != nil {
-		updated, err := leases.Update(ctx, r.renewed(r.lease), metav1.UpdateOptions{})
-		if err == nil {
-			r.lease = updated
-			return nil
-		}
-		r.lease = nil
-		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("renewing lease %s/%s: %w", corev1.NamespaceNodeLease, r.cfg.NodeName, err)
-		}
-	}
-	current, err := leases.Get(ctx, r.cfg.NodeName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		fresh := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: r.cfg.NodeName, Namespace: corev1.NamespaceNodeLease}}
-		created, err := leases.Create(ctx, r.renewed(fresh), metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating lease %s/%s: %w", corev1.NamespaceNodeLease, r.cfg.NodeName, err)
-		}
-		r.lease = created
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading lease %s/%s: %w", corev1.NamespaceNodeLease, r.cfg.NodeName, err)
-	}
-	updated, err := leases.Update(ctx, r.renewed(current), metav1.UpdateOptions{})
-	if err != nil {
-		return fmt.Errorf("renewing lease %s/%s: %w", corev1.NamespaceNodeLease, r.cfg.NodeName, err)
-	}
-	r.lease = updated
-	return nil
-}
-
-// renewed is a copy of lease held by the node, renewed now, and owned by the Node when its UID
-// is known.
-func (r *reporter) renewed(lease *coordinationv1.Lease) *coordinationv1.Lease {
-	l := lease.DeepCopy()
+// ownLease completes each Lease the controller writes: held by the node, and owned by the Node
+// when its UID is known (a Node registered again has a new one).
+func (r *reporter) ownLease(l *coordinationv1.Lease) error {
 	l.Spec.HolderIdentity = ptr.To(r.cfg.NodeName)
-	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.LeaseDuration / time.Second))
-	l.Spec.RenewTime = &metav1.MicroTime{Time: r.clock.Now()}
 	if uid := r.getNodeUID(); uid != "" {
 		l.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Node", Name: r.cfg.NodeName, UID: uid,
 		}}
 	}
-	return l
+	return nil
 }
 
 // retryBackoff doubles from a tenth of a second up to limit.

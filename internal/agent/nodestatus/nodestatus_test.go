@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,11 +61,12 @@ func eventually(t *testing.T, what string, check func() error) {
 	}
 }
 
-// settled waits until both loops sleep on the clock again.
+// settled waits until the status loop sleeps on the clock again. (The lease controller spaces
+// its renewals on the real clock.)
 func settled(t *testing.T, clk *clocktesting.FakeClock) {
 	t.Helper()
-	eventually(t, "loops waiting on the clock", func() error {
-		if n := clk.Waiters(); n != 2 {
+	eventually(t, "status loop waiting on the clock", func() error {
+		if n := clk.Waiters(); n != 1 {
 			return fmt.Errorf("%d waiters", n)
 		}
 		return nil
@@ -87,8 +90,31 @@ func getNode(t *testing.T, client *fake.Clientset) *corev1.Node {
 	return n
 }
 
+// getLease reads the lease from the fake's store, so that the reads are not among the client's
+// actions.
 func getLease(client *fake.Clientset) (*coordinationv1.Lease, error) {
-	return client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "node-a", metav1.GetOptions{})
+	o, err := client.Tracker().Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), corev1.NamespaceNodeLease, "node-a")
+	if err != nil {
+		return nil, err
+	}
+	return o.(*coordinationv1.Lease), nil
+}
+
+// leaseRenewedAt waits until the lease was last renewed at renewed.
+func leaseRenewedAt(t *testing.T, client *fake.Clientset, renewed time.Time) *coordinationv1.Lease {
+	t.Helper()
+	var l *coordinationv1.Lease
+	eventually(t, "lease renewed", func() error {
+		var err error
+		if l, err = getLease(client); err != nil {
+			return err
+		}
+		if !l.Spec.RenewTime.Time.Equal(renewed) {
+			return fmt.Errorf("lease renewed at %v, want %v", l.Spec.RenewTime, renewed)
+		}
+		return nil
+	})
+	return l
 }
 
 func readyCondition(n *corev1.Node) *corev1.NodeCondition {
@@ -100,7 +126,7 @@ func readyCondition(n *corev1.Node) *corev1.NodeCondition {
 	return nil
 }
 
-func TestRegistersNodeAndRenewsLease(t *testing.T) {
+func TestRegistersNodeAndLease(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	client := fake.NewClientset()
 	withUIDs(client)
@@ -133,36 +159,84 @@ func TestRegistersNodeAndRenewsLease(t *testing.T) {
 		t.Fatalf("Ready condition %+v", ready)
 	}
 
-	lease, err := getLease(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *lease.Spec.HolderIdentity != "node-a" || *lease.Spec.LeaseDurationSeconds != 40 || !lease.Spec.RenewTime.Time.Equal(clk.Now()) {
+	lease := leaseRenewedAt(t, client, clk.Now())
+	if *lease.Spec.HolderIdentity != "node-a" || *lease.Spec.LeaseDurationSeconds != 40 {
 		t.Errorf("lease spec %+v", lease.Spec)
 	}
 	if len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].Kind != "Node" || lease.OwnerReferences[0].UID != "uid-1" {
 		t.Errorf("lease owners %+v, want the Node", lease.OwnerReferences)
 	}
 
-	// A quarter of the lease duration later the lease is renewed; the status is not due yet.
-	clk.Step(10 * time.Second)
-	settled(t, clk)
-	if lease, _ := getLease(client); !lease.Spec.RenewTime.Time.Equal(clk.Now()) {
-		t.Errorf("lease renewed at %v, want %v", lease.Spec.RenewTime, clk.Now())
-	}
-	if got := readyCondition(getNode(t, client)).LastHeartbeatTime; !got.Time.Equal(clk.Now().Add(-10 * time.Second)) {
-		t.Errorf("status heartbeat rewritten at %v before it was due", got)
-	}
-
 	// Five minutes after the last report the status is written again, with the same transition.
 	transition := ready.LastTransitionTime
-	for range 29 {
+	for range 30 {
 		clk.Step(10 * time.Second)
 		settled(t, clk)
 	}
 	ready = readyCondition(getNode(t, client))
 	if !ready.LastHeartbeatTime.Time.Equal(clk.Now()) || !ready.LastTransitionTime.Equal(&transition) {
 		t.Errorf("after 5 min Ready %+v, want heartbeat %v and transition %v", ready, clk.Now(), transition)
+	}
+}
+
+// TestLeaseRenewal: the lease is renewed every quarter of its duration, each renewal written
+// from the copy last written (no read) and stamped by the agent's clock; a renewal does not
+// rewrite the Node's status.
+func TestLeaseRenewal(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	client := fake.NewClientset()
+	withUIDs(client)
+	var mu sync.Mutex
+	var renewals []time.Time
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		renewals = append(renewals, time.Now())
+		return false, nil, nil
+	})
+	cfg := testConfig(clk)
+	// The controller spaces renewals on the real clock: a one-second lease, renewed every 250 ms,
+	// keeps the test short.
+	cfg.LeaseDuration = time.Second
+	run(t, client, cfg)
+	settled(t, clk)
+	registered := clk.Now()
+	leaseRenewedAt(t, client, registered)
+
+	clk.Step(10 * time.Second)
+	settled(t, clk)
+	lease := leaseRenewedAt(t, client, clk.Now())
+	if *lease.Spec.HolderIdentity != "node-a" || *lease.Spec.LeaseDurationSeconds != 1 || len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].UID != "uid-1" {
+		t.Errorf("renewed lease %+v, want it held by the node, of one second, owned by the Node", lease)
+	}
+	if got := readyCondition(getNode(t, client)).LastHeartbeatTime; !got.Time.Equal(registered) {
+		t.Errorf("status heartbeat rewritten at %v before it was due", got)
+	}
+
+	eventually(t, "three renewals", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(renewals) < 3 {
+			return fmt.Errorf("%d renewals", len(renewals))
+		}
+		return nil
+	})
+	mu.Lock()
+	times := slices.Clone(renewals)
+	mu.Unlock()
+	for i := 1; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap < cfg.LeaseDuration/4 {
+			t.Errorf("renewal %d came %v after the one before, want at least a quarter of the lease duration", i, gap)
+		}
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "leases" {
+			verbs = append(verbs, a.GetVerb())
+		}
+	}
+	if len(verbs) < 2 || verbs[0] != "get" || verbs[1] != "create" || slices.ContainsFunc(verbs[2:], func(v string) bool { return v != "update" }) {
+		t.Errorf("lease requests %v, want get and create, then updates only", verbs)
 	}
 }
 
@@ -208,27 +282,33 @@ func TestRegisterExistingNode(t *testing.T) {
 	if !patched {
 		t.Error("existing node not patched")
 	}
-	if lease, err := getLease(client); err != nil || lease.OwnerReferences[0].UID != "uid-old" {
-		t.Errorf("lease %+v (%v), want it owned by the existing Node", lease, err)
+	if lease := leaseRenewedAt(t, client, clk.Now()); len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].UID != "uid-old" {
+		t.Errorf("lease %+v, want it owned by the existing Node", lease)
 	}
 }
 
 // TestRetriesWhileServerDown: registration and lease renewal fail while the server is
-// unreachable and succeed once it answers, with backoff on the clock in between.
+// unreachable and succeed once it answers, with backoff in between (registration's on the
+// agent's clock, the lease controller's on the real one).
 func TestRetriesWhileServerDown(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	client := fake.NewClientset()
 	var down atomic.Bool
 	down.Store(true)
-	var failures atomic.Int32
-	client.PrependReactor("*", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+	var failures, leaseFailures atomic.Int32
+	client.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if down.Load() {
 			failures.Add(1)
+			if a.GetResource().Resource == "leases" {
+				leaseFailures.Add(1)
+			}
 			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
 		}
 		return false, nil, nil
 	})
-	run(t, client, testConfig(clk))
+	cfg := testConfig(clk)
+	cfg.LeaseDuration = time.Second // renewed every 250 ms of real time
+	run(t, client, cfg)
 
 	for range 5 {
 		eventually(t, "registration retry waiting on the clock", func() error {
@@ -256,23 +336,20 @@ func TestRetriesWhileServerDown(t *testing.T) {
 	})
 	settled(t, clk)
 
-	// The lease loop retries within its interval after a failure.
+	leaseRenewedAt(t, client, clk.Now())
+
+	// A failed renewal is retried (the controller tries the update again at once, then reads the
+	// lease with backoff), and the lease is renewed once the server answers.
 	down.Store(true)
-	clk.Step(10 * time.Second)
-	settled(t, clk)
-	down.Store(false)
-	before, _ := getLease(client)
-	clk.Step(5 * time.Second)
-	eventually(t, "lease renewed after the outage", func() error {
-		lease, err := getLease(client)
-		if err != nil {
-			return err
-		}
-		if !lease.Spec.RenewTime.Time.After(before.Spec.RenewTime.Time) {
-			return fmt.Errorf("lease renewed at %v", lease.Spec.RenewTime)
+	eventually(t, "renewal retried while the server is down", func() error {
+		if n := leaseFailures.Load(); n < 6 {
+			return fmt.Errorf("%d failed lease requests", n)
 		}
 		return nil
 	})
+	clk.Step(time.Second)
+	down.Store(false)
+	leaseRenewedAt(t, client, clk.Now())
 }
 
 // TestStatusDrift: the status checks read nothing; what something else changed in the agent's

@@ -240,8 +240,8 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 		return c.syncServing(ctx, csr, parsed)
 	}
 	// Only what the kubelet client signer would sign is approved here; the rest is a human's call.
-	policy := certificates.Policies[certificatesv1.KubeAPIServerClientKubeletSignerName]
-	if policy.Check(&certificates.Request{CSR: parsed, Usages: csr.Spec.Usages}) != nil {
+	policy, ok := certificates.PolicyFor(certificatesv1.KubeAPIServerClientKubeletSignerName)
+	if !ok || policy.Check(&certificates.Request{CSR: parsed, Usages: csr.Spec.Usages}) != nil {
 		return nil
 	}
 	subresource, message := "nodeclient", "Auto approving kubelet client certificate after SubjectAccessReview."

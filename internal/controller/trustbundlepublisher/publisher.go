@@ -22,7 +22,7 @@ const checkEvery = 10 * time.Second
 
 // CA is what the publisher reads of a signer's CA.
 type CA interface {
-	CertPEM() ([]byte, error)
+	CertPEM() []byte
 }
 
 // Publisher keeps one bundle per signer.
@@ -55,10 +55,7 @@ func (p *Publisher) Run(ctx context.Context) {
 func (p *Publisher) Publish(ctx context.Context) error {
 	bundles := p.client.CertificatesV1().ClusterTrustBundles()
 	for signer, ca := range p.signers {
-		certPEM, err := ca.CertPEM()
-		if err != nil {
-			return fmt.Errorf("reading the CA of %s: %w", signer, err)
-		}
+		certPEM := ca.CertPEM()
 		name := BundleName(signer)
 		existing, err := bundles.Get(ctx, name, metav1.GetOptions{})
 		switch {

@@ -168,6 +168,37 @@ func runControllers(ctx context.Context, cc controllerContext) {
 	factory.Shutdown()
 }
 
+// controllers puts the built-in controllers together: the start-up tasks every replica runs and
+// the leader controllers, under leader election when it is on.
+func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz authorizers, tokens tokenParts) error {
+	signers, err := loadClusterSigners(a.o, time.Now())
+	if err != nil {
+		return err
+	}
+	apiServerNames, err := servingCertNames(a.in.servingCert)
+	if err != nil {
+		return err
+	}
+	cc := controllerContext{
+		client: a.loopback.client, dyn: a.loopback.dyn, authorizer: a.cfg.Authorization.Authorizer,
+		caPEM: a.in.caPEM, issuer: tokens.config.Issuer,
+		signers: signers, signingDuration: a.o.ClusterSigningDuration,
+		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
+	}
+	var elector *leaderelection.Elector
+	if le := a.o.LeaderElection; le.LeaderElect {
+		elector, err = leaderelection.New(leaderelection.Config{
+			Leases: cc.client.CoordinationV1(), Namespace: le.ResourceNamespace, Name: le.ResourceName, Identity: a.in.identity,
+			LeaseDuration: le.LeaseDuration.Duration, RenewDeadline: le.RenewDeadline.Duration, RetryPeriod: le.RetryPeriod.Duration,
+			Lead: func(ctx context.Context) { runControllers(ctx, cc) },
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return addControllers(srv, cc, a.loopback.informers, authz.rbac, authz.nodeGraph, elector)
+}
+
 // addControllers registers the start-up tasks every replica runs as post-start hooks (the server
 // reports ready once they have returned) and starts the leader controllers: at once without
 // leader election, else whenever this replica holds the lease. Readiness never waits for the

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/idplane/idplane/internal/admission/noderestriction"
@@ -41,5 +42,20 @@ func TestOrder(t *testing.T) {
 	order := NewOptions().RecommendedPluginOrder
 	if len(order) < 3 || order[0] != "NamespaceLifecycle" || order[1] != serviceaccount.PluginName || order[2] != noderestriction.PluginName {
 		t.Errorf("plugin order %v, want NamespaceLifecycle, ServiceAccount, NodeRestriction first", order)
+	}
+}
+
+// TestPlugins pins the whole order of the design and that every plugin of it is registered.
+func TestPlugins(t *testing.T) {
+	want := []string{
+		"NamespaceLifecycle", "ServiceAccount", "NodeRestriction", "CertificateApproval", "CertificateSigning",
+		"CertificateSubjectRestriction", "ClusterTrustBundleAttest", "GMSA",
+	}
+	o := NewOptions()
+	if !slices.Equal(o.RecommendedPluginOrder, want) {
+		t.Errorf("plugin order %v, want %v", o.RecommendedPluginOrder, want)
+	}
+	if got := o.Plugins.Registered(); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("registered %v, want %v", got, want)
 	}
 }

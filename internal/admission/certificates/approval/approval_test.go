@@ -26,6 +26,7 @@ func TestValidate(t *testing.T) {
 		{"approver", "approval", allow, false},
 		{"not an approver", "approval", deny, true},
 		{"status is not this plugin's", "status", deny, false},
+		{"the main resource is not this plugin's", "", deny, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,5 +46,17 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate = %v, want allowed", err)
 			}
 		})
+	}
+}
+
+func TestHandles(t *testing.T) {
+	p := New()
+	for op, want := range map[admission.Operation]bool{admission.Create: false, admission.Update: true, admission.Delete: false, admission.Connect: false} {
+		if got := p.Handles(op); got != want {
+			t.Errorf("Handles(%s) = %v, want %v", op, got, want)
+		}
+	}
+	if err := p.ValidateInitialization(); err == nil || err.Error() != "CertificateApproval requires an authorizer" {
+		t.Errorf("ValidateInitialization without an authorizer = %v", err)
 	}
 }

@@ -31,6 +31,7 @@ func TestValidate(t *testing.T) {
 		{"unlinked bundle", admission.Create, bundle("", "x", nil), nil, deny, false},
 		{"new certificates by someone else", admission.Update, bundle("example.com/s", "y", nil), bundle("example.com/s", "x", nil), deny, true},
 		{"labels only", admission.Update, bundle("example.com/s", "x", map[string]string{"a": "b"}), bundle("example.com/s", "x", nil), deny, false},
+		{"linked on update by someone else", admission.Update, bundle("example.com/s", "x", nil), bundle("", "x", nil), deny, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,6 +47,21 @@ func TestValidate(t *testing.T) {
 			if tc.forbidden != apierrors.IsForbidden(err) || (!tc.forbidden && err != nil) {
 				t.Errorf("Validate = %v, forbidden want %v", err, tc.forbidden)
 			}
+			if want := `clustertrustbundles.certificates.k8s.io "b" is forbidden: user "u" not permitted to attest requests with signerName "example.com/s"`; tc.forbidden && err.Error() != want {
+				t.Errorf("message = %q, want %q", err.Error(), want)
+			}
 		})
+	}
+}
+
+func TestHandles(t *testing.T) {
+	p := New()
+	for op, want := range map[admission.Operation]bool{admission.Create: true, admission.Update: true, admission.Delete: false, admission.Connect: false} {
+		if got := p.Handles(op); got != want {
+			t.Errorf("Handles(%s) = %v, want %v", op, got, want)
+		}
+	}
+	if err := p.ValidateInitialization(); err == nil || err.Error() != "ClusterTrustBundleAttest requires an authorizer" {
+		t.Errorf("ValidateInitialization without an authorizer = %v", err)
 	}
 }

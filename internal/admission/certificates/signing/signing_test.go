@@ -50,6 +50,21 @@ func TestValidate(t *testing.T) {
 			if tc.forbidden != apierrors.IsForbidden(err) || (!tc.forbidden && err != nil) {
 				t.Errorf("Validate = %v, forbidden want %v", err, tc.forbidden)
 			}
+			if want := `certificatesigningrequests.certificates.k8s.io "csr" is forbidden: user "u" not permitted to sign requests with signerName "example.com/s"`; tc.forbidden && err.Error() != want {
+				t.Errorf("message = %q, want %q", err.Error(), want)
+			}
 		})
+	}
+}
+
+func TestHandles(t *testing.T) {
+	p := New()
+	for op, want := range map[admission.Operation]bool{admission.Create: false, admission.Update: true, admission.Delete: false, admission.Connect: false} {
+		if got := p.Handles(op); got != want {
+			t.Errorf("Handles(%s) = %v, want %v", op, got, want)
+		}
+	}
+	if err := p.ValidateInitialization(); err == nil || err.Error() != "CertificateSigning requires an authorizer" {
+		t.Errorf("ValidateInitialization without an authorizer = %v", err)
 	}
 }

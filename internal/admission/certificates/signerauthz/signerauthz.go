@@ -30,27 +30,3 @@ func Check(ctx context.Context, az authorizer.Authorizer, a admission.Attributes
 	}
 	return admission.NewForbidden(a, fmt.Errorf("user %q not permitted to %s requests with signerName %q", u.GetName(), verb, signerName))
 }
-
-// Plugin is the part the signer-checking admission plugins share: they answer updates or
-// creates by asking the server's authorizer, which the library's initializer hands them.
-type Plugin struct {
-	*admission.Handler
-	Authorizer authorizer.Authorizer
-	name       string
-}
-
-// NewPlugin returns the shared part of plugin name, handling ops.
-func NewPlugin(name string, ops ...admission.Operation) Plugin {
-	return Plugin{Handler: admission.NewHandler(ops...), name: name}
-}
-
-// SetAuthorizer takes the server's authorizer.
-func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.Authorizer = a }
-
-// ValidateInitialization fails when the authorizer was never given.
-func (p *Plugin) ValidateInitialization() error {
-	if p.Authorizer == nil {
-		return fmt.Errorf("%s requires an authorizer", p.name)
-	}
-	return nil
-}

@@ -29,9 +29,6 @@ func spec() certadmission.Spec[*certificatesv1.CertificateSigningRequest] {
 // Register adds the plugin to plugins.
 func Register(plugins *admission.Plugins) { spec().Register(plugins) }
 
-// New returns a plugin that still needs its authorizer.
-func New() *certadmission.Plugin[*certificatesv1.CertificateSigningRequest] { return spec().New() }
-
 // approverOfSigner refuses an update of /approval by a user who may not approve for the CSR's
 // signer.
 func approverOfSigner(ctx context.Context, r certadmission.Request[*certificatesv1.CertificateSigningRequest]) error {

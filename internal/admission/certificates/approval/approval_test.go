@@ -30,7 +30,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := New()
+			p := spec().New()
 			if err := p.ValidateInitialization(); err == nil {
 				t.Fatal("initialized without an authorizer")
 			}
@@ -46,17 +46,5 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate = %v, want allowed", err)
 			}
 		})
-	}
-}
-
-func TestHandles(t *testing.T) {
-	p := New()
-	for op, want := range map[admission.Operation]bool{admission.Create: false, admission.Update: true, admission.Delete: false, admission.Connect: false} {
-		if got := p.Handles(op); got != want {
-			t.Errorf("Handles(%s) = %v, want %v", op, got, want)
-		}
-	}
-	if err := p.ValidateInitialization(); err == nil || err.Error() != "CertificateApproval requires an authorizer" {
-		t.Errorf("ValidateInitialization without an authorizer = %v", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 )
@@ -21,22 +20,21 @@ var errRefused = errors.New("refused")
 
 func TestValidate(t *testing.T) {
 	obj := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr"}}
-	csrs := certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests")
 	cases := []struct {
 		name        string
-		resource    schema.GroupVersionResource
+		group       string // certificates.k8s.io when empty
 		subresource string
 		obj, old    runtime.Object
 		wantRule    bool
 		wantMsg     string
 	}{
-		{name: "guarded subresource", resource: csrs, subresource: "approval", obj: obj, old: obj, wantRule: true},
-		{name: "no stored object", resource: csrs, subresource: "approval", obj: obj, wantRule: true},
-		{name: "another subresource", resource: csrs, subresource: "status", obj: obj},
-		{name: "the main resource", resource: csrs, obj: obj},
-		{name: "another group", resource: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "certificatesigningrequests"}, subresource: "approval", obj: obj},
+		{name: "guarded subresource", subresource: "approval", obj: obj, old: obj, wantRule: true},
+		{name: "no stored object", subresource: "approval", obj: obj, wantRule: true},
+		{name: "another subresource", subresource: "status", obj: obj},
+		{name: "the main resource", obj: obj},
+		{name: "another group", group: "example.com", subresource: "approval", obj: obj},
 		{
-			name: "another type", resource: csrs, subresource: "approval", obj: &corev1.Pod{},
+			name: "another type", subresource: "approval", obj: &corev1.Pod{},
 			wantMsg: `certificatesigningrequests.certificates.k8s.io "csr" is forbidden: expected a CertificateSigningRequest, got *v1.Pod`,
 		},
 	}
@@ -49,8 +47,12 @@ func TestValidate(t *testing.T) {
 			}.New()
 			az := authorizerfactory.NewAlwaysAllowAuthorizer()
 			p.SetAuthorizer(az)
+			resource := certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests")
+			if tc.group != "" {
+				resource.Group = tc.group
+			}
 			a := admission.NewAttributesRecord(tc.obj, tc.old, certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), "", "csr",
-				tc.resource, tc.subresource, admission.Update, nil, false, nil)
+				resource, tc.subresource, admission.Update, nil, false, nil)
 			err := p.Validate(context.Background(), a, nil)
 			switch {
 			case tc.wantRule:

@@ -28,9 +28,6 @@ func spec() certadmission.Spec[*certificatesv1.ClusterTrustBundle] {
 // Register adds the plugin to plugins.
 func Register(plugins *admission.Plugins) { spec().Register(plugins) }
 
-// New returns a plugin that still needs its authorizer.
-func New() *certadmission.Plugin[*certificatesv1.ClusterTrustBundle] { return spec().New() }
-
 // attesterOfSigner refuses a signer-linked bundle from a user who may not attest for its signer.
 // An update that changes neither the signer nor the bundle (labels, say) needs no attestation.
 func attesterOfSigner(ctx context.Context, r certadmission.Request[*certificatesv1.ClusterTrustBundle]) error {

@@ -35,7 +35,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := New()
+			p := spec().New()
 			p.SetAuthorizer(tc.az)
 			var old runtime.Object
 			if tc.old != nil {
@@ -51,17 +51,5 @@ func TestValidate(t *testing.T) {
 				t.Errorf("message = %q, want %q", err.Error(), want)
 			}
 		})
-	}
-}
-
-func TestHandles(t *testing.T) {
-	p := New()
-	for op, want := range map[admission.Operation]bool{admission.Create: true, admission.Update: true, admission.Delete: false, admission.Connect: false} {
-		if got := p.Handles(op); got != want {
-			t.Errorf("Handles(%s) = %v, want %v", op, got, want)
-		}
-	}
-	if err := p.ValidateInitialization(); err == nil || err.Error() != "ClusterTrustBundleAttest requires an authorizer" {
-		t.Errorf("ValidateInitialization without an authorizer = %v", err)
 	}
 }

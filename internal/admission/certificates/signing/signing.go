@@ -31,9 +31,6 @@ func spec() certadmission.Spec[*certificatesv1.CertificateSigningRequest] {
 // Register adds the plugin to plugins.
 func Register(plugins *admission.Plugins) { spec().Register(plugins) }
 
-// New returns a plugin that still needs its authorizer.
-func New() *certadmission.Plugin[*certificatesv1.CertificateSigningRequest] { return spec().New() }
-
 // signerOfIssuance refuses a /status update that changes the certificate or the conditions by a
 // user who may not sign for the CSR's signer, as stored: the update cannot move the request to a
 // signer of the user's choosing. An update that changes neither (metadata only) passes.

@@ -31,9 +31,6 @@ func spec() certadmission.Spec[*certificatesv1.CertificateSigningRequest] {
 // Register adds the plugin to plugins.
 func Register(plugins *admission.Plugins) { spec().Register(plugins) }
 
-// New returns the plugin.
-func New() *certadmission.Plugin[*certificatesv1.CertificateSigningRequest] { return spec().New() }
-
 // restricted maps a signer to the group its certificates may not carry: membership no authorizer
 // can limit, which a client certificate of that signer would prove.
 var restricted = map[string]string{

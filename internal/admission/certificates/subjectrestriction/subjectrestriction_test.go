@@ -53,7 +53,7 @@ func TestValidate(t *testing.T) {
 				Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: tc.signer, Request: tc.request}}
 			a := admission.NewAttributesRecord(csr, nil, certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), "", "csr",
 				certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"), tc.subresource, admission.Create, nil, false, nil)
-			err := New().Validate(context.Background(), a, nil)
+			err := spec().New().Validate(context.Background(), a, nil)
 			if tc.wantMsg == "" {
 				if err != nil {
 					t.Errorf("Validate = %v, want admitted", err)
@@ -64,14 +64,5 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate = %v, want 403 %q", err, tc.wantMsg)
 			}
 		})
-	}
-}
-
-func TestHandles(t *testing.T) {
-	p := New()
-	for op, want := range map[admission.Operation]bool{admission.Create: true, admission.Update: false, admission.Delete: false, admission.Connect: false} {
-		if got := p.Handles(op); got != want {
-			t.Errorf("Handles(%s) = %v, want %v", op, got, want)
-		}
 	}
 }

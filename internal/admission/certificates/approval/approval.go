@@ -32,5 +32,5 @@ func Register(plugins *admission.Plugins) { spec().Register(plugins) }
 // approverOfSigner refuses an update of /approval by a user who may not approve for the CSR's
 // signer.
 func approverOfSigner(ctx context.Context, r certadmission.Request[*certificatesv1.CertificateSigningRequest]) error {
-	return signerauthz.Check(ctx, r.Authorizer, r, r.GetUserInfo(), "approve", r.Object.Spec.SignerName)
+	return signerauthz.Check(ctx, r.Authorizer, r, "approve", r.Object.Spec.SignerName)
 }

@@ -39,5 +39,5 @@ func attesterOfSigner(ctx context.Context, r certadmission.Request[*certificates
 		r.Old.Spec.SignerName == b.Spec.SignerName && r.Old.Spec.TrustBundle == b.Spec.TrustBundle {
 		return nil
 	}
-	return signerauthz.Check(ctx, r.Authorizer, r, r.GetUserInfo(), "attest", b.Spec.SignerName)
+	return signerauthz.Check(ctx, r.Authorizer, r, "attest", b.Spec.SignerName)
 }

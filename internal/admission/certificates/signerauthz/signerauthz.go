@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// Check returns nil when u may take verb on signerName, else a 403 for the request a that names
-// the verb, the signer and the user. An authorizer error is a refusal: the check fails closed.
-func Check(ctx context.Context, az authorizer.Authorizer, a admission.Attributes, u user.Info, verb, signerName string) error {
+// Check returns nil when the user of request a may take verb on signerName, else a 403 for a
+// that names the verb, the signer and the user. An authorizer error is a refusal: the check
+// fails closed.
+func Check(ctx context.Context, az authorizer.Authorizer, a admission.Attributes, verb, signerName string) error {
+	u := a.GetUserInfo()
 	names := []string{signerName}
 	if domain, _, ok := strings.Cut(signerName, "/"); ok {
 		names = append(names, domain+"/*")

@@ -42,5 +42,5 @@ func signerOfIssuance(ctx context.Context, r certadmission.Request[*certificates
 		apiequality.Semantic.DeepEqual(r.Object.Status.Conditions, r.Old.Status.Conditions) {
 		return nil
 	}
-	return signerauthz.Check(ctx, r.Authorizer, r, r.GetUserInfo(), "sign", r.Old.Spec.SignerName)
+	return signerauthz.Check(ctx, r.Authorizer, r, "sign", r.Old.Spec.SignerName)
 }

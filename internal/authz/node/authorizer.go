@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/klog/v2"
 
+	"github.com/idplane/idplane/internal/authz/policyrule"
 	"github.com/idplane/idplane/internal/nodeidentity"
 )
 
@@ -461,22 +462,7 @@ func (a *Authorizer) RulesFor(_ context.Context, u user.Info, _ string) ([]autho
 	if !isNode || node == "" {
 		return nil, nil, false, nil
 	}
-	var (
-		resourceRules    []authorizer.ResourceRuleInfo
-		nonResourceRules []authorizer.NonResourceRuleInfo
-	)
-	for _, r := range a.listed {
-		if len(r.Resources) > 0 {
-			resourceRules = append(resourceRules, &authorizer.DefaultResourceRuleInfo{
-				Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames,
-			})
-		}
-		if len(r.NonResourceURLs) > 0 {
-			nonResourceRules = append(nonResourceRules, &authorizer.DefaultNonResourceRuleInfo{
-				Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs,
-			})
-		}
-	}
+	resourceRules, nonResourceRules := policyrule.RuleInfos(a.listed)
 	return resourceRules, nonResourceRules, true, nil
 }
 

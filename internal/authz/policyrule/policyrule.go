@@ -106,3 +106,22 @@ func nonResourceURLMatches(ruleURLs []string, path string) bool {
 	}
 	return false
 }
+
+// RuleInfos lists rules the way a SelfSubjectRulesReview reports them: a rule naming
+// resources is a resource rule, one naming URLs a non-resource rule, and one naming both is
+// both. The infos share slices with rules.
+func RuleInfos(rules []rbacv1.PolicyRule) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo) {
+	var resources []authorizer.ResourceRuleInfo
+	var urls []authorizer.NonResourceRuleInfo
+	for _, r := range rules {
+		if len(r.Resources) > 0 {
+			resources = append(resources, &authorizer.DefaultResourceRuleInfo{
+				Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames,
+			})
+		}
+		if len(r.NonResourceURLs) > 0 {
+			urls = append(urls, &authorizer.DefaultNonResourceRuleInfo{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+		}
+	}
+	return resources, urls
+}

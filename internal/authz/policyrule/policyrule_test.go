@@ -1,6 +1,7 @@
 package policyrule
 
 import (
+	"reflect"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -70,6 +71,45 @@ func TestRuleMatching(t *testing.T) {
 			req := RequestFrom(tt.attrs)
 			if got := req.AllowedBy(&tt.rule); got != tt.want {
 				t.Errorf("AllowedBy(%+v) for %+v = %v, want %v", tt.rule, tt.attrs, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRuleInfos(t *testing.T) {
+	get := []string{"get"}
+	tests := []struct {
+		name          string
+		rules         []rbacv1.PolicyRule
+		wantResources []authorizer.ResourceRuleInfo
+		wantURLs      []authorizer.NonResourceRuleInfo
+	}{
+		{name: "none"},
+		{
+			name:  "resource rule",
+			rules: []rbacv1.PolicyRule{{Verbs: get, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"p"}}},
+			wantResources: []authorizer.ResourceRuleInfo{&authorizer.DefaultResourceRuleInfo{
+				Verbs: get, APIGroups: []string{""}, Resources: []string{"pods"}, ResourceNames: []string{"p"},
+			}},
+		},
+		{
+			name:     "non-resource rule",
+			rules:    []rbacv1.PolicyRule{{Verbs: get, NonResourceURLs: []string{"/healthz"}}},
+			wantURLs: []authorizer.NonResourceRuleInfo{&authorizer.DefaultNonResourceRuleInfo{Verbs: get, NonResourceURLs: []string{"/healthz"}}},
+		},
+		{
+			name:          "both in one rule",
+			rules:         []rbacv1.PolicyRule{{Verbs: get, Resources: []string{"pods"}, NonResourceURLs: []string{"/healthz"}}},
+			wantResources: []authorizer.ResourceRuleInfo{&authorizer.DefaultResourceRuleInfo{Verbs: get, Resources: []string{"pods"}}},
+			wantURLs:      []authorizer.NonResourceRuleInfo{&authorizer.DefaultNonResourceRuleInfo{Verbs: get, NonResourceURLs: []string{"/healthz"}}},
+		},
+		{name: "neither", rules: []rbacv1.PolicyRule{{Verbs: get}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resources, urls := RuleInfos(tt.rules)
+			if !reflect.DeepEqual(resources, tt.wantResources) || !reflect.DeepEqual(urls, tt.wantURLs) {
+				t.Errorf("RuleInfos = %v, %v; want %v, %v", resources, urls, tt.wantResources, tt.wantURLs)
 			}
 		})
 	}

@@ -183,26 +183,7 @@ func (a *Authorizer) RulesFor(_ context.Context, u user.Info, namespace string) 
 	if errors.Is(err, errNotSynced) || errors.Is(err, errNoUser) {
 		return nil, nil, true, err
 	}
-	var (
-		resourceRules    []authorizer.ResourceRuleInfo
-		nonResourceRules []authorizer.NonResourceRuleInfo
-	)
-	for _, r := range rules {
-		if len(r.Resources) > 0 {
-			resourceRules = append(resourceRules, &authorizer.DefaultResourceRuleInfo{
-				Verbs:         r.Verbs,
-				APIGroups:     r.APIGroups,
-				Resources:     r.Resources,
-				ResourceNames: r.ResourceNames,
-			})
-		}
-		if len(r.NonResourceURLs) > 0 {
-			nonResourceRules = append(nonResourceRules, &authorizer.DefaultNonResourceRuleInfo{
-				Verbs:           r.Verbs,
-				NonResourceURLs: r.NonResourceURLs,
-			})
-		}
-	}
+	resourceRules, nonResourceRules := policyrule.RuleInfos(rules)
 	return resourceRules, nonResourceRules, false, err
 }
 

@@ -4,46 +4,33 @@ package approval
 
 import (
 	"context"
-	"fmt"
-	"io"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/admission/initializer"
 
+	"github.com/idplane/idplane/internal/admission/certificates/certadmission"
 	"github.com/idplane/idplane/internal/admission/certificates/signerauthz"
 )
 
 // PluginName names the plugin in --enable-admission-plugins.
 const PluginName = "CertificateApproval"
 
+func spec() certadmission.Spec[*certificatesv1.CertificateSigningRequest] {
+	return certadmission.Spec[*certificatesv1.CertificateSigningRequest]{
+		Name:           PluginName,
+		Resource:       "certificatesigningrequests",
+		Subresource:    "approval",
+		Operations:     []admission.Operation{admission.Update},
+		UsesAuthorizer: true,
+		Rule:           approverOfSigner,
+	}
+}
+
 // Register adds the plugin to plugins.
-func Register(plugins *admission.Plugins) {
-	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) { return New(), nil })
-}
+func Register(plugins *admission.Plugins) { spec().Register(plugins) }
 
-// Plugin checks writes to certificatesigningrequests/approval.
-type Plugin struct {
-	signerauthz.Plugin
-}
-
-var (
-	_ admission.ValidationInterface     = (*Plugin)(nil)
-	_ admission.InitializationValidator = (*Plugin)(nil)
-	_ initializer.WantsAuthorizer       = (*Plugin)(nil)
-)
-
-// New returns a plugin that still needs its authorizer.
-func New() *Plugin { return &Plugin{signerauthz.NewPlugin(PluginName, admission.Update)} }
-
-// Validate refuses an update of /approval by a user who may not approve for the CSR's signer.
-func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if a.GetResource().GroupResource() != certificatesv1.Resource("certificatesigningrequests") || a.GetSubresource() != "approval" {
-		return nil
-	}
-	csr, ok := a.GetObject().(*certificatesv1.CertificateSigningRequest)
-	if !ok {
-		return admission.NewForbidden(a, fmt.Errorf("expected a CertificateSigningRequest, got %T", a.GetObject()))
-	}
-	return signerauthz.Check(ctx, p.Authorizer, a, a.GetUserInfo(), "approve", csr.Spec.SignerName)
+// approverOfSigner refuses an update of /approval by a user who may not approve for the CSR's
+// signer.
+func approverOfSigner(ctx context.Context, r certadmission.Request[*certificatesv1.CertificateSigningRequest]) error {
+	return signerauthz.Check(ctx, r.Authorizer, r, "approve", r.Object.Spec.SignerName)
 }

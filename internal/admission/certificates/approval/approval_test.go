@@ -26,10 +26,11 @@ func TestValidate(t *testing.T) {
 		{"approver", "approval", allow, false},
 		{"not an approver", "approval", deny, true},
 		{"status is not this plugin's", "status", deny, false},
+		{"the main resource is not this plugin's", "", deny, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := New()
+			p := spec().New()
 			if err := p.ValidateInitialization(); err == nil {
 				t.Fatal("initialized without an authorizer")
 			}

@@ -31,10 +31,11 @@ func TestValidate(t *testing.T) {
 		{"unlinked bundle", admission.Create, bundle("", "x", nil), nil, deny, false},
 		{"new certificates by someone else", admission.Update, bundle("example.com/s", "y", nil), bundle("example.com/s", "x", nil), deny, true},
 		{"labels only", admission.Update, bundle("example.com/s", "x", map[string]string{"a": "b"}), bundle("example.com/s", "x", nil), deny, false},
+		{"linked on update by someone else", admission.Update, bundle("example.com/s", "x", nil), bundle("", "x", nil), deny, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := New()
+			p := spec().New()
 			p.SetAuthorizer(tc.az)
 			var old runtime.Object
 			if tc.old != nil {
@@ -45,6 +46,9 @@ func TestValidate(t *testing.T) {
 			err := p.Validate(context.Background(), attrs, nil)
 			if tc.forbidden != apierrors.IsForbidden(err) || (!tc.forbidden && err != nil) {
 				t.Errorf("Validate = %v, forbidden want %v", err, tc.forbidden)
+			}
+			if want := `clustertrustbundles.certificates.k8s.io "b" is forbidden: user "u" not permitted to attest requests with signerName "example.com/s"`; tc.forbidden && err.Error() != want {
+				t.Errorf("message = %q, want %q", err.Error(), want)
 			}
 		})
 	}

@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-// Check returns nil when u may take verb on signerName, else a 403 for the request a that names
-// the verb, the signer and the user. An authorizer error is a refusal: the check fails closed.
-func Check(ctx context.Context, az authorizer.Authorizer, a admission.Attributes, u user.Info, verb, signerName string) error {
+// Check returns nil when the user of request a may take verb on signerName, else a 403 for a
+// that names the verb, the signer and the user. An authorizer error is a refusal: the check
+// fails closed.
+func Check(ctx context.Context, az authorizer.Authorizer, a admission.Attributes, verb, signerName string) error {
+	u := a.GetUserInfo()
 	names := []string{signerName}
 	if domain, _, ok := strings.Cut(signerName, "/"); ok {
 		names = append(names, domain+"/*")
@@ -29,28 +30,4 @@ func Check(ctx context.Context, az authorizer.Authorizer, a admission.Attributes
 		}
 	}
 	return admission.NewForbidden(a, fmt.Errorf("user %q not permitted to %s requests with signerName %q", u.GetName(), verb, signerName))
-}
-
-// Plugin is the part the signer-checking admission plugins share: they answer updates or
-// creates by asking the server's authorizer, which the library's initializer hands them.
-type Plugin struct {
-	*admission.Handler
-	Authorizer authorizer.Authorizer
-	name       string
-}
-
-// NewPlugin returns the shared part of plugin name, handling ops.
-func NewPlugin(name string, ops ...admission.Operation) Plugin {
-	return Plugin{Handler: admission.NewHandler(ops...), name: name}
-}
-
-// SetAuthorizer takes the server's authorizer.
-func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.Authorizer = a }
-
-// ValidateInitialization fails when the authorizer was never given.
-func (p *Plugin) ValidateInitialization() error {
-	if p.Authorizer == nil {
-		return fmt.Errorf("%s requires an authorizer", p.name)
-	}
-	return nil
 }

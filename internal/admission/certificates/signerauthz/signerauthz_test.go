@@ -47,8 +47,6 @@ func TestCheck(t *testing.T) {
 		"wildcard": {"approve/example.com/*"},
 		"signer":   {"sign/example.com/signer"},
 	}}
-	attrs := admission.NewAttributesRecord(nil, nil, certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), "", "csr",
-		certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"), "approval", admission.Update, nil, false, nil)
 	cases := []struct {
 		name, user, verb, signer string
 		az                       authorizer.Authorizer
@@ -64,7 +62,9 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Check(context.Background(), tc.az, attrs, &user.DefaultInfo{Name: tc.user}, tc.verb, tc.signer)
+			attrs := admission.NewAttributesRecord(nil, nil, certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), "", "csr",
+				certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"), "approval", admission.Update, nil, false, &user.DefaultInfo{Name: tc.user})
+			err := Check(context.Background(), tc.az, attrs, tc.verb, tc.signer)
 			if tc.allowed && err != nil {
 				t.Fatalf("Check = %v, want allowed", err)
 			}

@@ -39,7 +39,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := New()
+			p := spec().New()
 			p.SetAuthorizer(tc.az)
 			if err := p.ValidateInitialization(); err != nil {
 				t.Fatal(err)
@@ -49,6 +49,9 @@ func TestValidate(t *testing.T) {
 			err := p.Validate(context.Background(), a, nil)
 			if tc.forbidden != apierrors.IsForbidden(err) || (!tc.forbidden && err != nil) {
 				t.Errorf("Validate = %v, forbidden want %v", err, tc.forbidden)
+			}
+			if want := `certificatesigningrequests.certificates.k8s.io "csr" is forbidden: user "u" not permitted to sign requests with signerName "example.com/s"`; tc.forbidden && err.Error() != want {
+				t.Errorf("message = %q, want %q", err.Error(), want)
 			}
 		})
 	}

@@ -6,52 +6,49 @@ package subjectrestriction
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/idplane/idplane/internal/admission/certificates/certadmission"
 	"github.com/idplane/idplane/internal/certificates"
 )
 
 // PluginName names the plugin in --enable-admission-plugins.
 const PluginName = "CertificateSubjectRestriction"
 
-// Register adds the plugin to plugins.
-func Register(plugins *admission.Plugins) {
-	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) { return New(), nil })
+func spec() certadmission.Spec[*certificatesv1.CertificateSigningRequest] {
+	return certadmission.Spec[*certificatesv1.CertificateSigningRequest]{
+		Name:       PluginName,
+		Resource:   "certificatesigningrequests",
+		Operations: []admission.Operation{admission.Create},
+		Rule:       noUnlimitedGroup,
+	}
 }
 
-// Plugin checks CertificateSigningRequests being created.
-type Plugin struct{ *admission.Handler }
+// Register adds the plugin to plugins.
+func Register(plugins *admission.Plugins) { spec().Register(plugins) }
 
-var _ admission.ValidationInterface = (*Plugin)(nil)
+// restricted maps a signer to the group its certificates may not carry: membership no authorizer
+// can limit, which a client certificate of that signer would prove.
+var restricted = map[string]string{
+	certificatesv1.KubeAPIServerClientSignerName: user.SystemPrivilegedGroup,
+}
 
-// New returns the plugin.
-func New() *Plugin { return &Plugin{Handler: admission.NewHandler(admission.Create)} }
-
-// Validate refuses a kube-apiserver-client CSR whose subject names organization system:masters.
-// A request that does not parse is left to validation, which refuses it with a field path.
-func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if a.GetResource().GroupResource() != certificatesv1.Resource("certificatesigningrequests") || a.GetSubresource() != "" {
-		return nil
-	}
-	csr, ok := a.GetObject().(*certificatesv1.CertificateSigningRequest)
+// noUnlimitedGroup refuses a request to a restricted signer whose subject names the signer's
+// restricted group as an organization. A request that does not parse is validation's to refuse,
+// with the reason and a field path.
+func noUnlimitedGroup(_ context.Context, r certadmission.Request[*certificatesv1.CertificateSigningRequest]) error {
+	signer := r.Object.Spec.SignerName
+	group, ok := restricted[signer]
 	if !ok {
-		return admission.NewForbidden(a, fmt.Errorf("expected a CertificateSigningRequest, got %T", a.GetObject()))
-	}
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
 		return nil
 	}
-	// A request that cannot be read is validation's to refuse, with the reason.
-	req, err := certificates.ParseRequest(csr.Spec.Request)
-	if err != nil {
+	req, err := certificates.ParseRequest(r.Object.Spec.Request)
+	if err != nil || !slices.Contains(req.Subject.Organization, group) {
 		return nil
 	}
-	if slices.Contains(req.Subject.Organization, user.SystemPrivilegedGroup) {
-		return admission.NewForbidden(a, fmt.Errorf("use of %s signer with %s group is not allowed", csr.Spec.SignerName, user.SystemPrivilegedGroup))
-	}
-	return nil
+	return admission.NewForbidden(r, fmt.Errorf("use of %s signer with %s group is not allowed", signer, group))
 }

@@ -30,25 +30,38 @@ func request(t *testing.T, orgs ...string) []byte {
 }
 
 func TestValidate(t *testing.T) {
+	masters := request(t, "devs", "system:masters")
 	cases := []struct {
-		name      string
-		signer    string
-		orgs      []string
-		forbidden bool
+		name        string
+		signer      string
+		request     []byte
+		subresource string
+		wantMsg     string // empty: admitted
 	}{
-		{"client certificate", certificatesv1.KubeAPIServerClientSignerName, []string{"devs"}, false},
-		{"system:masters client certificate", certificatesv1.KubeAPIServerClientSignerName, []string{"devs", "system:masters"}, true},
-		{"system:masters from another signer", "example.com/s", []string{"system:masters"}, false},
+		{name: "client certificate", signer: certificatesv1.KubeAPIServerClientSignerName, request: request(t, "devs")},
+		{
+			name: "system:masters client certificate", signer: certificatesv1.KubeAPIServerClientSignerName, request: masters,
+			wantMsg: `certificatesigningrequests.certificates.k8s.io "csr" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed`,
+		},
+		{name: "system:masters from another signer", signer: "example.com/s", request: masters},
+		{name: "unreadable request is validation's", signer: certificatesv1.KubeAPIServerClientSignerName, request: []byte("not PEM")},
+		{name: "status is not this plugin's", signer: certificatesv1.KubeAPIServerClientSignerName, request: masters, subresource: "status"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr"},
-				Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: tc.signer, Request: request(t, tc.orgs...)}}
+				Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: tc.signer, Request: tc.request}}
 			a := admission.NewAttributesRecord(csr, nil, certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), "", "csr",
-				certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"), "", admission.Create, nil, false, nil)
-			err := New().Validate(context.Background(), a, nil)
-			if tc.forbidden != apierrors.IsForbidden(err) || (!tc.forbidden && err != nil) {
-				t.Errorf("Validate = %v, forbidden want %v", err, tc.forbidden)
+				certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests"), tc.subresource, admission.Create, nil, false, nil)
+			err := spec().New().Validate(context.Background(), a, nil)
+			if tc.wantMsg == "" {
+				if err != nil {
+					t.Errorf("Validate = %v, want admitted", err)
+				}
+				return
+			}
+			if !apierrors.IsForbidden(err) || err.Error() != tc.wantMsg {
+				t.Errorf("Validate = %v, want 403 %q", err, tc.wantMsg)
 			}
 		})
 	}

@@ -23,8 +23,8 @@ type Check[T runtime.Object] func(ctx context.Context, obj, old T) error
 
 // writer is the part of the store the check guards.
 type writer interface {
-	Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error)
-	Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error)
+	rest.Creater
+	rest.Updater
 }
 
 // Store is a resource's storage with check run before every create and update. Reads, watches

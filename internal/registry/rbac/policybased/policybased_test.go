@@ -22,6 +22,8 @@ type fakeWriter struct {
 	writes int
 }
 
+func (w *fakeWriter) New() runtime.Object { return &rbacv1.Role{} }
+
 func (w *fakeWriter) Create(_ context.Context, obj runtime.Object, _ rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
 	w.writes++
 	w.stored = obj.(*rbacv1.Role)

@@ -121,7 +121,7 @@ var groups = []apiGroup{
 }
 
 func stored(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)) restConstructor {
-	return func(d apiDeps) (map[string]rest.Storage, error) { return newREST(Scheme, d.optsGetter) }
+	return func(d apiDeps) (map[string]rest.Storage, error) { return newREST(scheme, d.optsGetter) }
 }
 
 // described are the constructors of the group's resources that the registry's table describes.
@@ -134,7 +134,7 @@ func described(group string) []restConstructor {
 }
 
 func guarded(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter, *escalation.Guard) (map[string]rest.Storage, error)) restConstructor {
-	return func(d apiDeps) (map[string]rest.Storage, error) { return newREST(Scheme, d.optsGetter, d.guard) }
+	return func(d apiDeps) (map[string]rest.Storage, error) { return newREST(scheme, d.optsGetter, d.guard) }
 }
 
 func static(resource string, s rest.Storage) restConstructor {
@@ -143,7 +143,7 @@ func static(resource string, s rest.Storage) restConstructor {
 
 func installAPIs(srv *genericapiserver.GenericAPIServer, d apiDeps) error {
 	for _, g := range groups {
-		info := genericapiserver.NewDefaultAPIGroupInfo(g.group, Scheme, ParameterCodec, Codecs)
+		info := genericapiserver.NewDefaultAPIGroupInfo(g.group, scheme, parameterCodec, codecs)
 		storage := map[string]rest.Storage{}
 		for _, newREST := range g.resources {
 			resources, err := newREST(d)

@@ -25,7 +25,7 @@ import (
 // every later step relies on (version, request handling, audit, serving certificate, loopback
 // client, shutdown sequence, OpenAPI documents). The steps after it fill in their own parts.
 func newServerConfig(o *Options, in buildInput) (*genericapiserver.Config, error) {
-	cfg := genericapiserver.NewConfig(Codecs)
+	cfg := genericapiserver.NewConfig(codecs)
 	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString(kubernetesVersion, "", "")
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
 	cfg.RequestTimeout = o.RequestTimeout
@@ -64,7 +64,7 @@ func newServerConfig(o *Options, in buildInput) (*genericapiserver.Config, error
 	cfg.ShutdownWatchTerminationGracePeriod = o.Shutdown.WatchTerminationGracePeriod
 	cfg.ShutdownSendRetryAfter = o.Shutdown.SendRetryAfter
 
-	namer := openapinamer.NewDefinitionNamer(ExternalScheme)
+	namer := openapinamer.NewDefinitionNamer(externalScheme)
 	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generated.GetOpenAPIDefinitions, namer)
 	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "idplane", version.String()
 	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generated.GetOpenAPIDefinitions, namer)

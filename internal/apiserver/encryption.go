@@ -99,7 +99,7 @@ func checkStoredSecrets(ctx context.Context, etcd *clientv3.Client, secrets stor
 			data, _, err := secrets.TransformFromStorage(ctx, kv.Value, storagevalue.DefaultContext(kv.Key))
 			if err == nil {
 				// identity passes anything through: only decoding shows it was not the right provider.
-				_, _, err = Codecs.UniversalDeserializer().Decode(data, nil, nil)
+				_, _, err = codecs.UniversalDeserializer().Decode(data, nil, nil)
 			}
 			if err != nil {
 				unreadable = append(unreadable, strings.TrimPrefix(string(kv.Key), secretsKeyPrefix))

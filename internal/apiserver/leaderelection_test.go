@@ -248,7 +248,7 @@ func TestShutdownEndsWatchesAndReleasesTheLease(t *testing.T) {
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("reading the lease from etcd: %v, %d keys", err, len(resp.Kvs))
 	}
-	obj, _, err := Codecs.UniversalDeserializer().Decode(resp.Kvs[0].Value, nil, nil)
+	obj, _, err := codecs.UniversalDeserializer().Decode(resp.Kvs[0].Value, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,15 +26,15 @@ import (
 )
 
 var (
-	// Scheme knows every served type twice: at its real version and at the internal version of its
+	// scheme knows every served type twice: at its real version and at the internal version of its
 	// group. idplane has no internal types; registering the external type as the internal one makes
 	// the library's "convert to internal" a no-op that only sets the kind.
-	Scheme = runtime.NewScheme()
-	// ExternalScheme has only the real versions; the OpenAPI definition namer uses it so the
+	scheme = runtime.NewScheme()
+	// externalScheme has only the real versions; the OpenAPI definition namer uses it so the
 	// documents never advertise version __internal.
-	ExternalScheme = runtime.NewScheme()
-	Codecs         = serializer.NewCodecFactory(Scheme)
-	ParameterCodec = runtime.NewParameterCodec(Scheme)
+	externalScheme = runtime.NewScheme()
+	codecs         = serializer.NewCodecFactory(scheme)
+	parameterCodec = runtime.NewParameterCodec(scheme)
 )
 
 // served lists, per group version, the types whose external form is also their internal form.
@@ -93,27 +93,27 @@ func init() {
 	priority := map[string][]schema.GroupVersion{}
 	var groupOrder []string
 	for _, g := range served {
-		utilruntime.Must(g.add(Scheme))
-		utilruntime.Must(g.add(ExternalScheme))
+		utilruntime.Must(g.add(scheme))
+		utilruntime.Must(g.add(externalScheme))
 		internal := schema.GroupVersion{Group: g.gv.Group, Version: runtime.APIVersionInternal}
-		Scheme.AddKnownTypes(internal, g.types...)
+		scheme.AddKnownTypes(internal, g.types...)
 		if _, seen := priority[g.gv.Group]; !seen {
 			groupOrder = append(groupOrder, g.gv.Group)
 		}
 		priority[g.gv.Group] = append(priority[g.gv.Group], g.gv)
 	}
 	for _, group := range groupOrder {
-		utilruntime.Must(Scheme.SetVersionPriority(priority[group]...))
+		utilruntime.Must(scheme.SetVersionPriority(priority[group]...))
 	}
 	unversioned := schema.GroupVersion{Version: "v1"}
-	metav1.AddToGroupVersion(Scheme, unversioned)
-	metav1.AddToGroupVersion(ExternalScheme, unversioned)
-	for _, s := range []*runtime.Scheme{Scheme, ExternalScheme} {
+	metav1.AddToGroupVersion(scheme, unversioned)
+	metav1.AddToGroupVersion(externalScheme, unversioned)
+	for _, s := range []*runtime.Scheme{scheme, externalScheme} {
 		s.AddUnversionedTypes(unversioned,
 			&metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
 	}
-	utilruntime.Must(csrv1beta1.AddToScheme(Scheme))
-	utilruntime.Must(gmsav1alpha1.AddToScheme(Scheme))
-	utilruntime.Must(fieldlabels.Register(Scheme))
-	defaults.RegisterDefaults(Scheme)
+	utilruntime.Must(csrv1beta1.AddToScheme(scheme))
+	utilruntime.Must(gmsav1alpha1.AddToScheme(scheme))
+	utilruntime.Must(fieldlabels.Register(scheme))
+	defaults.RegisterDefaults(scheme)
 }

@@ -54,13 +54,13 @@ func (a *assembly) storage() error {
 	for _, g := range served {
 		resourceConfig.EnableVersions(g.gv)
 	}
-	encoding := serverstorage.NewDefaultResourceEncodingConfig(Scheme)
+	encoding := serverstorage.NewDefaultResourceEncodingConfig(scheme)
 	// The library would store ClusterTrustBundles as v1beta1 until v1 is old enough to roll back
 	// to; idplane stores what it serves as preferred, and has no older release to roll back to.
 	encoding.SetResourceEncoding(certificatesv1.Resource("clustertrustbundles"), certificatesv1.SchemeGroupVersion,
 		schema.GroupVersion{Group: certificatesv1.GroupName, Version: runtime.APIVersionInternal})
 	storageFactory := serverstorage.NewDefaultStorageFactory(etcdOpts.StorageConfig, etcdOpts.DefaultStorageMediaType,
-		Codecs, encoding, resourceConfig, nil)
+		codecs, encoding, resourceConfig, nil)
 	// CRDs are never stored; JSON keeps the storage factory from asking for a protobuf codec.
 	storageFactory.SetSerializer(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "application/json", nil)
 	// idplane's own types have no protobuf form.

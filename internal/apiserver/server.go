@@ -64,8 +64,6 @@ type Server struct {
 	AdminKubeconfig string
 
 	etcd *embeddedEtcd
-	// nodeGraph feeds the Node authorizer; tests pause it to make the graph lag the store.
-	nodeGraph *node.Populator
 	// identity names this replica in the controllers' Lease.
 	identity string
 	done     chan struct{}
@@ -182,7 +180,6 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 		}
 		return nil, err
 	}
-	s.nodeGraph = prepared.nodeGraph
 	go func() {
 		defer close(s.done)
 		s.err = prepared.RunWithContext(ctx)
@@ -298,16 +295,15 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 			}
 		}
 	}()
-	// The node graph watches every pod and keeps its own etcd watches: only mode Node needs it.
+	// The node graph watches every pod and reads the store's progress: only mode Node needs it.
 	if slices.Contains(o.AuthorizationModes, authz.ModeNode) {
 		etcdClient, err := newEtcdClient(in.etcdServers, o.EtcdCAFile, o.EtcdCertFile, o.EtcdKeyFile)
 		if err != nil {
 			return nil, err
 		}
-		// The graph's progress tracking lives as long as the server; it stops before the client closes.
-		graphCtx, stopGraph := context.WithCancel(ctx)
-		closers = append(closers, stopGraph, func() { etcdClient.Close() })
-		nodeAuthz, nodePopulator, err = nodeAuthorizer(graphCtx, etcdClient, informerFactory)
+		closers = append(closers, func() { etcdClient.Close() })
+		nodeAuthz, nodePopulator, err = nodeAuthorizer(etcdClient, cfg,
+			informerFactory.Core().V1().Pods(), informerFactory.Core().V1().PersistentVolumes(), informerFactory.Storage().V1().VolumeAttachments())
 		if err != nil {
 			return nil, err
 		}
@@ -422,15 +418,13 @@ func build(ctx context.Context, o *Options, in buildInput) (_ *preparedServer, e
 		return nil, err
 	}
 	return &preparedServer{
-		prepared:  srv.PrepareRun(),
-		nodeGraph: nodePopulator,
-		closers:   closers,
+		prepared: srv.PrepareRun(),
+		closers:  closers,
 	}, nil
 }
 
 type preparedServer struct {
-	prepared  interface{ RunWithContext(context.Context) error }
-	nodeGraph *node.Populator
+	prepared interface{ RunWithContext(context.Context) error }
 	// closers release, in order, what the server used once it has stopped serving.
 	closers []func()
 }

@@ -11,11 +11,13 @@ import (
 
 // RevisionSource reads how far storage is ahead of the graph.
 type RevisionSource interface {
-	// LatestRevisions returns, as of the store's current revision, the highest modification
-	// revision among the existing objects of each watched resource ("pods",
-	// "persistentvolumes", "volumeattachments"); a resource with no objects reports 0. Only
-	// writes of existing objects can give a node a path; a delete only takes one away. An
-	// error says the source cannot tell now, and should come at once rather than late.
+	// LatestRevisions returns, per watched resource ("pods", "persistentvolumes",
+	// "volumeattachments"), a revision the graph must have applied that resource up to for
+	// its view to hold the last write of every object storage holds now: the highest
+	// modification revision among them (0 for none), or any later one, such as the store's
+	// current revision, when that is cheaper to know. Only writes of existing objects can
+	// give a node a path; a delete only takes one away. An error says the source cannot tell
+	// now, and should come at once rather than late.
 	LatestRevisions(ctx context.Context) (map[string]int64, error)
 }
 

@@ -9,11 +9,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/idplane/idplane/internal/authz/node/nodetest"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 )
 
@@ -63,19 +65,26 @@ type decision struct {
 }
 
 // staleGraph starts a populator on informers over a fake clientset holding pod ns/p, which
-// uses secret s, pauses the populator, and binds the pod to node n1 at revision 7: storage
-// has the binding, the graph does not.
-func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Authorizer, *Hold) {
+// uses secret s, holds the informers' events, and binds the pod to node n1 at revision 7:
+// storage has the binding, the graph does not.
+func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Authorizer, *nodetest.Hold) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pod := newPod("ns", "p", "", withSecretVolume("s"), withRV("6"))
 	client := fake.NewClientset(pod)
-	g, p, factory := newPopulator(t, client)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	gate := &nodetest.Gate{}
+	g := NewGraph()
+	p, err := NewPopulator(g, gate.Pods(factory.Core().V1().Pods()), gate.PersistentVolumes(factory.Core().V1().PersistentVolumes()),
+		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), p.HasSynced) {
 		t.Fatal("populator did not sync")
 	}
-	hold := p.Pause()
+	hold := gate.Pause()
 	t.Cleanup(func() {
 		hold.Release()
 		cancel()
@@ -106,7 +115,8 @@ func TestNoDenialFromAStaleGraph(t *testing.T) {
 	src := newGatedSource(map[string]int64{"pods": 7}, false)
 	a, hold := staleGraph(t, src, wait)
 	result := authorizeAsync(t, a, "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s"})
-	<-hold.Waited()
+	// The store's revisions are read only by a decision about to refuse: it now waits.
+	<-src.called
 	select {
 	case r := <-result:
 		t.Fatalf("decided before the graph caught up: %v %q", r.d, r.reason)

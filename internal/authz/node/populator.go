@@ -49,9 +49,6 @@ type Populator struct {
 	advancedMu sync.Mutex
 	advancedCh chan struct{}
 	waiting    atomic.Bool
-
-	// hold, when set, keeps events from the graph: a test's way to make it lag storage.
-	hold atomic.Pointer[Hold]
 }
 
 // NewPopulator registers on the informers the handlers that keep g current. The caller
@@ -88,47 +85,12 @@ func (p *Populator) HasSynced() bool {
 	return true
 }
 
-// Hold keeps the populator's events from the graph until Release. It lets a test hold the
-// graph behind storage and see, without guessing at timing, that an event is held and that a
-// decision waits for it.
-type Hold struct {
-	released, blocked, waited          chan struct{}
-	releaseOnce, blockedOnce, waitOnce sync.Once
-}
-
-// Pause makes the handlers block before applying further events, until the hold is released.
-func (p *Populator) Pause() *Hold {
-	h := &Hold{released: make(chan struct{}), blocked: make(chan struct{}), waited: make(chan struct{})}
-	p.hold.Store(h)
-	return h
-}
-
-// Blocked is closed once an event waits behind the hold.
-func (h *Hold) Blocked() <-chan struct{} { return h.blocked }
-
-// Waited is closed once a decision waits for the held graph to advance.
-func (h *Hold) Waited() <-chan struct{} { return h.waited }
-
-// Release lets blocked and later events through.
-func (h *Hold) Release() { h.releaseOnce.Do(func() { close(h.released) }) }
-
-func (p *Populator) waitWhilePaused() {
-	h := p.hold.Load()
-	if h == nil {
-		return
-	}
-	h.blockedOnce.Do(func() { close(h.blocked) })
-	<-h.released
-	p.hold.CompareAndSwap(h, nil)
-}
-
 func (p *Populator) addPod(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		unexpected(obj)
 		return
 	}
-	p.waitWhilePaused()
 	if pod.Spec.NodeName != "" {
 		p.graph.AddPod(pod)
 	}
@@ -141,7 +103,6 @@ func (p *Populator) updatePod(oldObj, obj any) {
 		unexpected(obj)
 		return
 	}
-	p.waitWhilePaused()
 	if old, ok := oldObj.(*corev1.Pod); !ok || referencesMayDiffer(old, pod) {
 		p.graph.AddPod(pod)
 	}
@@ -165,7 +126,6 @@ func (p *Populator) deletePod(obj any) {
 		unexpected(obj)
 		return
 	}
-	p.waitWhilePaused()
 	p.graph.DeletePod(pod.Namespace, pod.Name)
 	p.applied(podsIndex, pod)
 }
@@ -178,7 +138,6 @@ func (p *Populator) updatePV(_, obj any) {
 		unexpected(obj)
 		return
 	}
-	p.waitWhilePaused()
 	p.graph.AddPV(pv)
 	p.applied(pvsIndex, pv)
 }
@@ -189,7 +148,6 @@ func (p *Populator) deletePV(obj any) {
 		unexpected(obj)
 		return
 	}
-	p.waitWhilePaused()
 	p.graph.DeletePV(pv.Name)
 	p.applied(pvsIndex, pv)
 }
@@ -202,7 +160,6 @@ func (p *Populator) updateAttachment(_, obj any) {
 		unexpected(obj)
 		return
 	}
-	p.waitWhilePaused()
 	p.graph.AddVolumeAttachment(va.Name, va.Spec.NodeName)
 	p.applied(attachmentsIndex, va)
 }
@@ -213,7 +170,6 @@ func (p *Populator) deleteAttachment(obj any) {
 		unexpected(obj)
 		return
 	}
-	p.waitWhilePaused()
 	p.graph.DeleteVolumeAttachment(va.Name)
 	p.applied(attachmentsIndex, va)
 }
@@ -264,9 +220,6 @@ func (p *Populator) applied(resource int, obj any) {
 // advanced returns a channel closed the next time an applied revision grows. A waiter
 // takes it before checking caughtUp, so that no advance falls between the two.
 func (p *Populator) advanced() <-chan struct{} {
-	if h := p.hold.Load(); h != nil {
-		h.waitOnce.Do(func() { close(h.waited) })
-	}
 	p.advancedMu.Lock()
 	defer p.advancedMu.Unlock()
 	if p.advancedCh == nil {

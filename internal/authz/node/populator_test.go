@@ -15,7 +15,7 @@ import (
 
 // newPopulator returns a populator on a fresh graph, registered on informers of client
 // that the caller may start or leave idle and drive the handlers directly.
-func newPopulator(t *testing.T, client *fake.Clientset) (*Graph, *Populator, informers.SharedInformerFactory) {
+func newPopulator(t testing.TB, client *fake.Clientset) (*Graph, *Populator, informers.SharedInformerFactory) {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	g := NewGraph()

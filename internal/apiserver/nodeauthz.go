@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path"
@@ -30,7 +31,7 @@ import (
 // catch up with the store.
 const staleGraphWait = 250 * time.Millisecond
 
-// nodeAuthorizer builds the Node authorizer: the graph, its populator on the shared informers,
+// nodeAuthorizer builds the Node authorizer: the graph, its populator on the given informers,
 // and the freshness wait, which reads the store's progress through etcd under the key prefixes
 // the storage configuration gives the graph's resources. The authorizer is built before the
 // storage is configured, so cfg's storage is read on the first freshness wait, once the server
@@ -59,16 +60,20 @@ type storeRevisions struct {
 	err    error
 }
 
-func (s *storeRevisions) LatestRevisions(ctx context.Context) (map[string]int64, error) {
+func (s *storeRevisions) LatestRevisions(ctx context.Context, exact []string) (int64, map[string]int64, error) {
 	s.once.Do(func() {
+		if s.cfg.RESTOptionsGetter == nil {
+			s.err = errors.New("the storage is not configured")
+			return
+		}
 		var prefixes map[string]string
 		prefixes, s.err = graphKeyPrefixes(s.cfg.RESTOptionsGetter)
 		s.reader = etcdprogress.NewReader(s.etcd, prefixes)
 	})
 	if s.err != nil {
-		return nil, s.err
+		return 0, nil, s.err
 	}
-	return s.reader.LatestRevisions(ctx)
+	return s.reader.LatestRevisions(ctx, exact)
 }
 
 // graphKeyPrefixes returns the etcd key prefix of each resource the graph is built from, as

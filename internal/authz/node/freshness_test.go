@@ -3,6 +3,9 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,19 +26,24 @@ import (
 // makes a test take it.
 const wait = 10 * time.Second
 
-// fixedRevisions reports the same revisions on every read.
+// fixedRevisions reports the same revisions on every read, and current revision 0.
 type fixedRevisions map[string]int64
 
-func (f fixedRevisions) LatestRevisions(context.Context) (map[string]int64, error) { return f, nil }
+func (f fixedRevisions) LatestRevisions(context.Context, []string) (int64, map[string]int64, error) {
+	return 0, f, nil
+}
 
 // gatedSource reports latest; each read announces itself on called and, while gate is
 // non-nil, waits for a value on gate before answering.
 type gatedSource struct {
-	latest map[string]int64
-	err    error
-	reads  atomic.Int32
-	called chan struct{}
-	gate   chan struct{}
+	current int64
+	latest  map[string]int64
+	err     error
+	reads   atomic.Int32
+	called  chan struct{}
+	gate    chan struct{}
+	// exact is what the last read was asked about.
+	exact atomic.Pointer[[]string]
 }
 
 func newGatedSource(latest map[string]int64, gated bool) *gatedSource {
@@ -46,17 +54,18 @@ func newGatedSource(latest map[string]int64, gated bool) *gatedSource {
 	return s
 }
 
-func (s *gatedSource) LatestRevisions(ctx context.Context) (map[string]int64, error) {
+func (s *gatedSource) LatestRevisions(ctx context.Context, exact []string) (int64, map[string]int64, error) {
 	s.reads.Add(1)
+	s.exact.Store(&exact)
 	s.called <- struct{}{}
 	if s.gate != nil {
 		select {
 		case <-s.gate:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return 0, nil, ctx.Err()
 		}
 	}
-	return s.latest, s.err
+	return s.current, s.latest, s.err
 }
 
 type decision struct {
@@ -255,5 +264,27 @@ func TestWaitFreshResults(t *testing.T) {
 				t.Errorf("%s waits counted %v, want %v", waitResultNames[tc.want], after, before+1)
 			}
 		})
+	}
+}
+
+// TestLargeResourceWaitsForTheStoreRevision: the store is asked for the newest revision among
+// the objects of small resources only; a resource the graph holds more of is waited for up to
+// the store's current revision.
+func TestLargeResourceWaitsForTheStoreRevision(t *testing.T) {
+	src := newGatedSource(map[string]int64{"persistentvolumes": 0, "volumeattachments": 0}, false)
+	src.current = 5000
+	_, p, _ := newPopulator(t, fake.NewClientset())
+	for i := range exactObjects + 1 {
+		p.addPod(newPod("ns", fmt.Sprintf("p%d", i), "n1", withRV(strconv.Itoa(i+1))))
+	}
+	if NewFreshness(src, p, 50*time.Millisecond).WaitFresh(context.Background()) {
+		t.Error("caught up with pods applied up to revision 1001 of 5000")
+	}
+	if exact := *src.exact.Load(); !slices.Equal(exact, []string{"persistentvolumes", "volumeattachments"}) {
+		t.Errorf("the store was asked about %v; want the volumes only, not %d pods", exact, exactObjects+1)
+	}
+	p.updatePod(nil, newPod("ns", "p0", "n1", withRV("5000")))
+	if !NewFreshness(src, p, wait).WaitFresh(context.Background()) {
+		t.Error("not caught up with pods applied up to the store's revision")
 	}
 }

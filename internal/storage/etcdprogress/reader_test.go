@@ -45,14 +45,13 @@ func startEtcd(t *testing.T) *clientv3.Client {
 	return c
 }
 
-// TestLatestRevisions: each case writes to a fresh store, then reads prefixes a (/registry/a/)
-// and b (/registry/b/) with room for two exact keys each.
+// TestLatestRevisions: each case writes to a fresh store, then asks about prefixes a
+// (/registry/a/) and b (/registry/b/), listing at most two keys of each.
 func TestLatestRevisions(t *testing.T) {
-	// step writes to the store and returns the revisions the reader must report.
-	type step func(s *store) map[string]int64
 	cases := []struct {
-		name  string
-		write step
+		name string
+		// write writes to the store and returns the revisions the reader must report for a and b.
+		write func(s *store) map[string]int64
 	}{
 		{"no keys", func(s *store) map[string]int64 { return map[string]int64{"a": 0, "b": 0} }},
 		{"newest existing key", func(s *store) map[string]int64 {
@@ -90,24 +89,42 @@ func TestLatestRevisions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &store{t: t, c: startEtcd(t)}
 			want := tc.write(s)
-			r := newReader(s.c, map[string]string{"a": "/registry/a/", "b": "/registry/b/"}, 2)
-			got, err := r.LatestRevisions(context.Background())
+			r := &Reader{kv: s.c, prefixes: map[string]string{"a": "/registry/a/", "b": "/registry/b/", "c": "/registry/c/"}, limit: 2}
+			current, got, err := r.LatestRevisions(context.Background(), []string{"a", "b"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !maps.Equal(got, want) {
 				t.Errorf("LatestRevisions = %v, want %v", got, want)
 			}
+			if stored := s.put("/registry/c/last") - 1; current != stored {
+				t.Errorf("current revision %d, want %d", current, stored)
+			}
 		})
 	}
 }
 
-func TestLatestRevisionsFailsWithTheStore(t *testing.T) {
+// TestLatestRevisionsOfNoPrefix: asked about no prefix, the reader still tells the store's
+// revision.
+func TestLatestRevisionsOfNoPrefix(t *testing.T) {
+	s := &store{t: t, c: startEtcd(t)}
+	want := s.put("/registry/a/1")
+	current, latest, err := NewReader(s.c, map[string]string{"a": "/registry/a/"}).LatestRevisions(context.Background(), nil)
+	if err != nil || current != want || len(latest) != 0 {
+		t.Errorf("LatestRevisions = %d, %v, %v; want %d, none, no error", current, latest, err, want)
+	}
+}
+
+func TestLatestRevisionsFails(t *testing.T) {
 	c := startEtcd(t)
+	r := NewReader(c, map[string]string{"a": "/registry/a/"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := NewReader(c, map[string]string{"a": "/registry/a/"}).LatestRevisions(ctx); !errors.Is(err, context.Canceled) {
+	if _, _, err := r.LatestRevisions(ctx, []string{"a"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("reading with the context ended: got %v, want context.Canceled", err)
+	}
+	if _, _, err := r.LatestRevisions(context.Background(), []string{"z"}); err == nil {
+		t.Error("reading a prefix never named: no error")
 	}
 }
 

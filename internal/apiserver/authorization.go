@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"slices"
 
@@ -23,26 +22,25 @@ type authorizers struct {
 }
 
 // authorization puts the authorizer chain together from --authorization-mode: the RBAC index
-// always, the Node authorizer with its graph and store watches for mode Node. The graph's
-// cleanup goes on closers; the graph runs for as long as ctx.
-func (a *assembly) authorization(ctx context.Context, closers *closerStack) (authorizers, error) {
+// always, the Node authorizer with its graph and its reads of the store's progress for mode
+// Node. The etcd client of those reads is closed by closers.
+func (a *assembly) authorization(closers *closerStack) (authorizers, error) {
 	rbacIndex, err := rbac.New(a.loopback.informers.Rbac().V1())
 	if err != nil {
 		return authorizers{}, fmt.Errorf("building the RBAC index: %w", err)
 	}
 	built := authorizers{rbac: rbacIndex}
 	sources := authz.Sources{RBAC: rbacIndex}
-	// The node graph watches every pod and keeps its own etcd watches: only mode Node needs it.
+	// The node graph watches every pod and reads the store's progress: only mode Node needs it.
 	if slices.Contains(a.o.AuthorizationModes, authz.ModeNode) {
 		etcdClient, err := newEtcdClient(a.in.etcdServers, a.o.EtcdCAFile, a.o.EtcdCertFile, a.o.EtcdKeyFile)
 		if err != nil {
 			return authorizers{}, err
 		}
 		closers.push(func() { etcdClient.Close() })
-		// The graph's progress tracking lives as long as the server; it stops before the client closes.
-		graphCtx, stopGraph := context.WithCancel(ctx)
-		closers.push(stopGraph)
-		built.node, built.nodeGraph, err = nodeAuthorizer(graphCtx, etcdClient, a.loopback.informers)
+		factory := a.loopback.informers
+		built.node, built.nodeGraph, err = nodeAuthorizer(etcdClient, a.cfg,
+			factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments())
 		if err != nil {
 			return authorizers{}, err
 		}

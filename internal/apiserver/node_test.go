@@ -8,13 +8,25 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/idplane/idplane/internal/authz/node/nodetest"
 )
 
 func nodeClient(t *testing.T, s *rbacServer, name string) kubernetes.Interface {
@@ -164,33 +176,61 @@ func TestNodeAuthorizerThroughTheServer(t *testing.T) {
 	}
 }
 
+// TestNodeReadAfterBindWaitsForTheGraph builds the Node authorizer as the server does, its
+// freshness wait reading this server's etcd, on informers whose events the test holds: the graph
+// lags the store for as long as the test likes.
 func TestNodeReadAfterBindWaitsForTheGraph(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
 	admin := s.client.CoreV1()
 	ensureServiceAccount(t, s.client, "default", "default")
+	etcdClient, err := newEtcdClient([]string{s.etcd.clientURL}, "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { etcdClient.Close() })
+	store := &announcingKV{KV: etcdClient, read: make(chan struct{}, 100)}
+	factory := informers.NewSharedInformerFactory(s.client, 0)
+	gate := &nodetest.Gate{}
+	a, populator, err := nodeAuthorizer(store, &genericapiserver.Config{RESTOptionsGetter: storagePrefix("/registry")},
+		gate.Pods(factory.Core().V1().Pods()), gate.PersistentVolumes(factory.Core().V1().PersistentVolumes()),
+		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() {
+		close(stop)
+		factory.Shutdown()
+	})
+	factory.Start(stop)
+	if !cache.WaitForCacheSync(stop, populator.HasSynced) {
+		t.Fatal("the graph did not sync")
+	}
+	readSecret := func(name string) authorizer.Decision {
+		u := &user.DefaultInfo{Name: "system:node:node1", Groups: []string{"system:nodes", "system:authenticated"}}
+		d, _, _ := a.Authorize(ctx, authorizer.AttributesRecord{User: u, Verb: "get", Resource: "secrets", Namespace: "default", Name: name, ResourceRequest: true})
+		return d
+	}
 	mustCreate(t, admin.Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s-late"}})
 	mustCreate(t, admin.Pods("default").Create, newPod("late", func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s-late"}}}}
 	}))
-	node1 := nodeClient(t, s, "node1")
 
 	// Hold the graph, bind, and read once the bind is held back from the graph; release it only
-	// when the read waits for the graph, so the test exercises the wait whatever the timing.
-	hold := s.nodeGraph.Pause()
+	// when the read waits for the graph (it reads the store's progress only then), so the test
+	// exercises the wait whatever the timing.
+	hold := gate.Pause()
 	if err := admin.Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "late"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	within(t, "the bind to reach the held graph", hold.Blocked())
-	read := make(chan error, 1)
-	go func() {
-		_, err := node1.CoreV1().Secrets("default").Get(ctx, "s-late", metav1.GetOptions{})
-		read <- err
-	}()
-	within(t, "the read to wait for the graph", hold.Waited())
+	read := make(chan authorizer.Decision, 1)
+	go func() { read <- readSecret("s-late") }()
+	within(t, "the read to wait for the graph", store.read)
 	hold.Release()
-	if err := <-read; err != nil {
-		t.Errorf("reading the secret right after the bind, graph held then released: %v", err)
+	if d := <-read; d != authorizer.DecisionAllow {
+		t.Errorf("reading the secret right after the bind, graph held then released: %v, want Allow", d)
 	}
 
 	// A graph that stays behind past the bound fails closed.
@@ -198,14 +238,54 @@ func TestNodeReadAfterBindWaitsForTheGraph(t *testing.T) {
 	mustCreate(t, admin.Pods("default").Create, newPod("later", func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s-later"}}}}
 	}))
-	hold = s.nodeGraph.Pause()
+	hold = gate.Pause()
 	defer hold.Release()
 	if err := admin.Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "later"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := node1.CoreV1().Secrets("default").Get(ctx, "s-later", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("reading while the graph stays paused: got %v, want Forbidden", err)
+	if d := readSecret("s-later"); d == authorizer.DecisionAllow {
+		t.Error("reading while the graph stays held: Allow, want refused")
 	}
+}
+
+// TestNodeRefusalWaitsOnTheStore: the server's own Node authorizer, asked about an unrelated
+// secret, reads the store's progress under the key prefixes of its storage configuration and
+// refuses once its graph is seen to be current, not for want of an answer.
+func TestNodeRefusalWaitsOnTheStore(t *testing.T) {
+	s := startRBACServer(t)
+	waits := func(result string) float64 {
+		v, _ := scrapeMetrics(t, s.testServer)("apiserver_node_authorizer_graph_freshness_waits_total", map[string]string{"result": result})
+		return v
+	}
+	caughtUp, unavailable := waits("caught_up"), waits("unavailable")
+	if _, err := nodeClient(t, s, "node1").CoreV1().Secrets("default").Get(context.Background(), "unrelated", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("node1 reading an unrelated secret: got %v, want Forbidden", err)
+	}
+	if got := waits("caught_up"); got != caughtUp+1 {
+		t.Errorf("freshness waits that caught up: %v, want %v", got, caughtUp+1)
+	}
+	if got := waits("unavailable"); got != unavailable {
+		t.Errorf("freshness waits without the store's progress: %v, want %v", got, unavailable)
+	}
+}
+
+// storagePrefix is a storage configuration that keeps every resource under one prefix, by its
+// resource name, as the server's does.
+type storagePrefix string
+
+func (p storagePrefix) GetRESTOptions(resource schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
+	return generic.RESTOptions{StorageConfig: &storagebackend.ConfigForResource{Config: storagebackend.Config{Prefix: string(p)}}, ResourcePrefix: resource.Resource}, nil
+}
+
+// announcingKV sends on read at each transaction: the freshness wait's reads of the store.
+type announcingKV struct {
+	clientv3.KV
+	read chan struct{}
+}
+
+func (s *announcingKV) Txn(ctx context.Context) clientv3.Txn {
+	s.read <- struct{}{}
+	return s.KV.Txn(ctx)
 }
 
 // within waits for ch to close, failing the test if it takes longer than any correct run would.
@@ -311,9 +391,6 @@ func TestNodeRestrictionThroughTheServer(t *testing.T) {
 
 func TestWithoutModeNodeThereIsNoGraph(t *testing.T) {
 	ts := startTestServer(t, t.TempDir(), func(o *Options) { o.AuthorizationModes = []string{"RBAC"} })
-	if ts.nodeGraph != nil {
-		t.Error("the node graph was built without mode Node")
-	}
 	err := ts.client.CoreV1().RESTClient().Get().AbsPath(nodePathURL).Param("node", "n").Param("kind", "secret").Param("name", "x").Do(context.Background()).Error()
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("path endpoint without mode Node: got %v, want NotFound", err)

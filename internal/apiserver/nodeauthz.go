@@ -4,13 +4,23 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"path"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/client-go/informers"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
 
 	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
@@ -21,27 +31,72 @@ import (
 // catch up with the store.
 const staleGraphWait = 250 * time.Millisecond
 
-// graphKeyPrefixes are the etcd key prefixes of the resources the Node authorizer's graph is built
-// from; the library stores each resource under /registry/<resource>/.
-var graphKeyPrefixes = map[string]string{
-	"pods":              "/registry/pods/",
-	"persistentvolumes": "/registry/persistentvolumes/",
-	"volumeattachments": "/registry/volumeattachments/",
-}
-
-// nodeAuthorizer builds the Node authorizer: the graph, its populator on the shared informers,
-// and the freshness wait backed by the store's own progress.
-func nodeAuthorizer(ctx context.Context, etcd *clientv3.Client, factory informers.SharedInformerFactory) (*node.Authorizer, *node.Populator, error) {
-	tracker := etcdprogress.Start(ctx, etcd, graphKeyPrefixes)
+// nodeAuthorizer builds the Node authorizer: the graph, its populator on the given informers,
+// and the freshness wait, which reads the store's progress through etcd under the key prefixes
+// the storage configuration gives the graph's resources. The authorizer is built before the
+// storage is configured, so cfg's storage is read on the first freshness wait, once the server
+// serves.
+func nodeAuthorizer(etcd clientv3.KV, cfg *genericapiserver.Config, pods coreinformers.PodInformer,
+	pvs coreinformers.PersistentVolumeInformer, attachments storageinformers.VolumeAttachmentInformer) (*node.Authorizer, *node.Populator, error) {
 	node.RegisterMetrics()
 	graph := node.NewGraph()
-	populator, err := node.NewPopulator(graph, factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments())
+	populator, err := node.NewPopulator(graph, pods, pvs, attachments)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the node graph populator: %w", err)
 	}
-	fresh := node.NewFreshness(tracker, populator, staleGraphWait)
+	fresh := node.NewFreshness(&storeRevisions{etcd: etcd, cfg: cfg}, populator, staleGraphWait)
 	// Options.Validate refuses mode Node without NodeRestriction, so the plugin judges node writes.
 	return node.NewAuthorizer(graph, fresh, bootstrap.NodeRules(), node.WithNodeRestriction()), populator, nil
+}
+
+// storeRevisions reads the store's progress under the graph's key prefixes, which it learns
+// from the storage configuration on its first read.
+type storeRevisions struct {
+	etcd clientv3.KV
+	cfg  *genericapiserver.Config
+
+	once   sync.Once
+	reader *etcdprogress.Reader
+	err    error
+}
+
+func (s *storeRevisions) LatestRevisions(ctx context.Context, exact []string) (int64, map[string]int64, error) {
+	s.once.Do(func() {
+		if s.cfg.RESTOptionsGetter == nil {
+			s.err = errors.New("the storage is not configured")
+			return
+		}
+		var prefixes map[string]string
+		prefixes, s.err = graphKeyPrefixes(s.cfg.RESTOptionsGetter)
+		s.reader = etcdprogress.NewReader(s.etcd, prefixes)
+	})
+	if s.err != nil {
+		return 0, nil, s.err
+	}
+	return s.reader.LatestRevisions(ctx, exact)
+}
+
+// graphKeyPrefixes returns the etcd key prefix of each resource the graph is built from, as
+// the storage layer writes its keys: the storage prefix, then the resource's prefix.
+func graphKeyPrefixes(storage generic.RESTOptionsGetter) (map[string]string, error) {
+	resources := []struct {
+		name     string
+		resource schema.GroupResource
+		example  runtime.Object
+	}{
+		{node.ResourcePods, corev1.Resource("pods"), &corev1.Pod{}},
+		{node.ResourcePersistentVolumes, corev1.Resource("persistentvolumes"), &corev1.PersistentVolume{}},
+		{node.ResourceVolumeAttachments, storagev1.Resource("volumeattachments"), &storagev1.VolumeAttachment{}},
+	}
+	prefixes := make(map[string]string, len(resources))
+	for _, r := range resources {
+		opts, err := storage.GetRESTOptions(r.resource, r.example)
+		if err != nil {
+			return nil, fmt.Errorf("finding where %s are stored: %w", r.resource, err)
+		}
+		prefixes[r.name] = path.Join("/", opts.StorageConfig.Prefix, opts.ResourcePrefix) + "/"
+	}
+	return prefixes, nil
 }
 
 // newEtcdClient connects to the same etcd as the storage layer, with the same credentials.

@@ -13,7 +13,6 @@ import (
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
-	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/kubeconfig"
 	"github.com/idplane/idplane/internal/leaderelection"
 	"github.com/idplane/idplane/internal/pki"
@@ -30,8 +29,6 @@ type Server struct {
 	AdminKubeconfig string
 
 	etcd *embeddedEtcd
-	// nodeGraph feeds the Node authorizer; tests pause it to make the graph lag the store.
-	nodeGraph *node.Populator
 	// identity names this replica in the controllers' Lease.
 	identity string
 	done     chan struct{}
@@ -140,7 +137,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, nodeGraph: prepared.nodeGraph, identity: identity, done: make(chan struct{})}
+	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, identity: identity, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		s.err = prepared.run(ctx)
@@ -188,7 +185,7 @@ func build(ctx context.Context, o *Options, in buildInput, closers *closerStack)
 	if err != nil {
 		return nil, err
 	}
-	authz, err := a.authorization(ctx, closers)
+	authz, err := a.authorization(closers)
 	if err != nil {
 		return nil, err
 	}
@@ -213,11 +210,10 @@ func build(ctx context.Context, o *Options, in buildInput, closers *closerStack)
 	if err := a.controllers(srv, authz, tokens); err != nil {
 		return nil, err
 	}
-	return &preparedServer{run: srv.PrepareRun().RunWithContext, nodeGraph: authz.nodeGraph}, nil
+	return &preparedServer{run: srv.PrepareRun().RunWithContext}, nil
 }
 
 // preparedServer is an assembled server, ready to run until its context ends.
 type preparedServer struct {
-	run       func(context.Context) error
-	nodeGraph *node.Populator
+	run func(context.Context) error
 }

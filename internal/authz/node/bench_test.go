@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 )
@@ -98,6 +99,27 @@ func (s benchSize) build() *Graph {
 	return g
 }
 
+// populate hands the cluster to p as its informers would, one add event per object, each at
+// the next revision.
+func (s benchSize) populate(p *Populator) {
+	pod := &corev1.Pod{}
+	rev := 0
+	next := func() string {
+		rev++
+		return strconv.Itoa(rev)
+	}
+	for i := range s.pods {
+		bp := s.pod(i)
+		if bp.pv != "" {
+			pv := bp.pvObject()
+			pv.ResourceVersion = next()
+			p.addPV(pv)
+		}
+		bp.podObject(pod).ResourceVersion = next()
+		p.addPod(pod)
+	}
+}
+
 func heapBytes() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
@@ -106,7 +128,8 @@ func heapBytes() uint64 {
 }
 
 // BenchmarkAuthorize measures the decision path (no freshness wait: the graph is current),
-// the graph's memory and build rate, and pod churn alone and alongside decisions. The
+// the graph's memory and build rate (straight into the graph, and through the populator's
+// handlers as informer events, with its revision tracking), and pod churn alone and alongside decisions. The
 // largest size is skipped with -short. The churn figures need both cores, so run it on an
 // otherwise idle machine:
 //
@@ -139,6 +162,23 @@ func benchmarkSize(b *testing.B, size benchSize) {
 		}
 		b.ReportMetric(float64(size.pods)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 		b.ReportMetric(float64(bytes)/float64(b.N)/(1<<20), "graph-MiB")
+	})
+
+	b.Run("populate", func(b *testing.B) {
+		var bytes uint64
+		for range b.N {
+			b.StopTimer()
+			before := heapBytes()
+			g, p, _ := newPopulator(b, fake.NewClientset())
+			b.StartTimer()
+			size.populate(p)
+			b.StopTimer()
+			bytes += heapBytes() - before
+			runtime.KeepAlive(g)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(size.pods)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+		b.ReportMetric(float64(bytes)/float64(b.N)/(1<<20), "graph+populator-MiB")
 	})
 
 	g := size.build()

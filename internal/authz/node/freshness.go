@@ -11,12 +11,13 @@ import (
 
 // RevisionSource reads how far storage is ahead of the graph.
 type RevisionSource interface {
-	// LatestRevisions returns, as of the store's current revision, the highest modification
-	// revision among the existing objects of each watched resource ("pods",
-	// "persistentvolumes", "volumeattachments"); a resource with no objects reports 0. Only
-	// writes of existing objects can give a node a path; a delete only takes one away. An
-	// error says the source cannot tell now, and should come at once rather than late.
-	LatestRevisions(ctx context.Context) (map[string]int64, error)
+	// LatestRevisions returns the store's current revision and, for each resource named in
+	// exact ("pods", "persistentvolumes", "volumeattachments"), the highest modification
+	// revision among its existing objects (0 for none), or the current revision where that
+	// is cheaper to know. Only writes of existing objects can give a node a path; a delete
+	// only takes one away. An error says the source cannot tell now, and should come at once
+	// rather than late.
+	LatestRevisions(ctx context.Context, exact []string) (current int64, latest map[string]int64, err error)
 }
 
 // Freshness lets a decision about to fail for lack of a path wait until the graph has
@@ -40,9 +41,10 @@ type Freshness struct {
 }
 
 type revisionRead struct {
-	done   chan struct{}
-	latest map[string]int64
-	err    error
+	done    chan struct{}
+	current int64
+	latest  map[string]int64
+	err     error
 }
 
 // NewFreshness returns the wait on the populator's progress, bounded by maxWait.
@@ -82,7 +84,7 @@ func (f *Freshness) wait(ctx context.Context) waitResult {
 	}
 	for {
 		advanced := f.pop.advanced()
-		if f.pop.caughtUp(read.latest) {
+		if f.pop.caughtUp(read.current, read.latest) {
 			return waitCaughtUp
 		}
 		select {
@@ -116,7 +118,7 @@ func (f *Freshness) join() *revisionRead {
 func (f *Freshness) run(read *revisionRead) {
 	for read != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), f.maxWait)
-		read.latest, read.err = f.src.LatestRevisions(ctx)
+		read.current, read.latest, read.err = f.src.LatestRevisions(ctx, f.pop.smallResources())
 		cancel()
 		close(read.done)
 		f.mu.Lock()

@@ -3,17 +3,22 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/idplane/idplane/internal/authz/node/nodetest"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 )
 
@@ -21,19 +26,24 @@ import (
 // makes a test take it.
 const wait = 10 * time.Second
 
-// fixedRevisions reports the same revisions on every read.
+// fixedRevisions reports the same revisions on every read, and current revision 0.
 type fixedRevisions map[string]int64
 
-func (f fixedRevisions) LatestRevisions(context.Context) (map[string]int64, error) { return f, nil }
+func (f fixedRevisions) LatestRevisions(context.Context, []string) (int64, map[string]int64, error) {
+	return 0, f, nil
+}
 
 // gatedSource reports latest; each read announces itself on called and, while gate is
 // non-nil, waits for a value on gate before answering.
 type gatedSource struct {
-	latest map[string]int64
-	err    error
-	reads  atomic.Int32
-	called chan struct{}
-	gate   chan struct{}
+	current int64
+	latest  map[string]int64
+	err     error
+	reads   atomic.Int32
+	called  chan struct{}
+	gate    chan struct{}
+	// exact is what the last read was asked about.
+	exact atomic.Pointer[[]string]
 }
 
 func newGatedSource(latest map[string]int64, gated bool) *gatedSource {
@@ -44,17 +54,18 @@ func newGatedSource(latest map[string]int64, gated bool) *gatedSource {
 	return s
 }
 
-func (s *gatedSource) LatestRevisions(ctx context.Context) (map[string]int64, error) {
+func (s *gatedSource) LatestRevisions(ctx context.Context, exact []string) (int64, map[string]int64, error) {
 	s.reads.Add(1)
+	s.exact.Store(&exact)
 	s.called <- struct{}{}
 	if s.gate != nil {
 		select {
 		case <-s.gate:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return 0, nil, ctx.Err()
 		}
 	}
-	return s.latest, s.err
+	return s.current, s.latest, s.err
 }
 
 type decision struct {
@@ -63,19 +74,26 @@ type decision struct {
 }
 
 // staleGraph starts a populator on informers over a fake clientset holding pod ns/p, which
-// uses secret s, pauses the populator, and binds the pod to node n1 at revision 7: storage
-// has the binding, the graph does not.
-func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Authorizer, *Hold) {
+// uses secret s, holds the informers' events, and binds the pod to node n1 at revision 7:
+// storage has the binding, the graph does not.
+func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Authorizer, *nodetest.Hold) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pod := newPod("ns", "p", "", withSecretVolume("s"), withRV("6"))
 	client := fake.NewClientset(pod)
-	g, p, factory := newPopulator(t, client)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	gate := &nodetest.Gate{}
+	g := NewGraph()
+	p, err := NewPopulator(g, gate.Pods(factory.Core().V1().Pods()), gate.PersistentVolumes(factory.Core().V1().PersistentVolumes()),
+		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), p.HasSynced) {
 		t.Fatal("populator did not sync")
 	}
-	hold := p.Pause()
+	hold := gate.Pause()
 	t.Cleanup(func() {
 		hold.Release()
 		cancel()
@@ -106,7 +124,8 @@ func TestNoDenialFromAStaleGraph(t *testing.T) {
 	src := newGatedSource(map[string]int64{"pods": 7}, false)
 	a, hold := staleGraph(t, src, wait)
 	result := authorizeAsync(t, a, "n1", call{verb: "get", resource: "secrets", ns: "ns", name: "s"})
-	<-hold.Waited()
+	// The store's revisions are read only by a decision about to refuse: it now waits.
+	<-src.called
 	select {
 	case r := <-result:
 		t.Fatalf("decided before the graph caught up: %v %q", r.d, r.reason)
@@ -245,5 +264,27 @@ func TestWaitFreshResults(t *testing.T) {
 				t.Errorf("%s waits counted %v, want %v", waitResultNames[tc.want], after, before+1)
 			}
 		})
+	}
+}
+
+// TestLargeResourceWaitsForTheStoreRevision: the store is asked for the newest revision among
+// the objects of small resources only; a resource the graph holds more of is waited for up to
+// the store's current revision.
+func TestLargeResourceWaitsForTheStoreRevision(t *testing.T) {
+	src := newGatedSource(map[string]int64{"persistentvolumes": 0, "volumeattachments": 0}, false)
+	src.current = 5000
+	_, p, _ := newPopulator(t, fake.NewClientset())
+	for i := range exactObjects + 1 {
+		p.addPod(newPod("ns", fmt.Sprintf("p%d", i), "n1", withRV(strconv.Itoa(i+1))))
+	}
+	if NewFreshness(src, p, 50*time.Millisecond).WaitFresh(context.Background()) {
+		t.Error("caught up with pods applied up to revision 1001 of 5000")
+	}
+	if exact := *src.exact.Load(); !slices.Equal(exact, []string{"persistentvolumes", "volumeattachments"}) {
+		t.Errorf("the store was asked about %v; want the volumes only, not %d pods", exact, exactObjects+1)
+	}
+	p.updatePod(nil, newPod("ns", "p0", "n1", withRV("5000")))
+	if !NewFreshness(src, p, wait).WaitFresh(context.Background()) {
+		t.Error("not caught up with pods applied up to the store's revision")
 	}
 }

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +17,7 @@ import (
 
 // newPopulator returns a populator on a fresh graph, registered on informers of client
 // that the caller may start or leave idle and drive the handlers directly.
-func newPopulator(t *testing.T, client *fake.Clientset) (*Graph, *Populator, informers.SharedInformerFactory) {
+func newPopulator(t testing.TB, client *fake.Clientset) (*Graph, *Populator, informers.SharedInformerFactory) {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	g := NewGraph()
@@ -122,19 +124,49 @@ func TestPopulatorRevisions(t *testing.T) {
 		t.Errorf("pods revision = %d, want 7: the highest applied, unbound pods included", got)
 	}
 	cases := []struct {
-		latest map[string]int64
-		want   bool
+		name    string
+		current int64
+		latest  map[string]int64
+		want    bool
 	}{
-		{map[string]int64{"pods": 7}, true},
-		{map[string]int64{"pods": 8}, false},
-		{map[string]int64{"pods": 7, "persistentvolumes": 0, "volumeattachments": 0}, true},
-		{map[string]int64{"pods": 7, "persistentvolumes": 1}, false},
-		{map[string]int64{"secrets": 100}, true},
+		{"pods reached", 0, map[string]int64{"pods": 7}, true},
+		{"pods behind", 0, map[string]int64{"pods": 8}, false},
+		{"every resource reached", 0, map[string]int64{"pods": 7, "persistentvolumes": 0, "volumeattachments": 0}, true},
+		{"volumes behind", 0, map[string]int64{"pods": 7, "persistentvolumes": 1}, false},
+		{"other resources do not count", 0, map[string]int64{"secrets": 100}, true},
+		{"current revision for a resource not listed", 7, map[string]int64{"persistentvolumes": 0, "volumeattachments": 0}, true},
+		{"current revision not reached", 8, map[string]int64{"persistentvolumes": 0, "volumeattachments": 0}, false},
+		{"current revision for every resource not listed", 7, map[string]int64{"pods": 7}, false},
 	}
 	for _, tc := range cases {
-		if got := p.caughtUp(tc.latest); got != tc.want {
-			t.Errorf("caughtUp(%v) = %v, want %v", tc.latest, got, tc.want)
+		if got := p.caughtUp(tc.current, tc.latest); got != tc.want {
+			t.Errorf("%s: caughtUp(%d, %v) = %v, want %v", tc.name, tc.current, tc.latest, got, tc.want)
 		}
+	}
+}
+
+// TestPopulatorSmallResources: the populator counts each resource's objects, adds less
+// deletes, so that the freshness wait asks the store only about small resources.
+func TestPopulatorSmallResources(t *testing.T) {
+	_, p, _ := newPopulator(t, fake.NewClientset())
+	all := []string{ResourcePods, ResourcePersistentVolumes, ResourceVolumeAttachments}
+	if got := p.smallResources(); !slices.Equal(got, all) {
+		t.Errorf("empty graph: small resources %v, want %v", got, all)
+	}
+	for i := range exactObjects {
+		p.addPV(newPV(fmt.Sprintf("pv%d", i), nil, nil))
+	}
+	p.updatePV(nil, newPV("pv0", nil, nil))
+	if got := p.smallResources(); !slices.Equal(got, all) {
+		t.Errorf("%d volumes, one updated: small resources %v, want %v", exactObjects, got, all)
+	}
+	p.addPV(newPV("one-more", nil, nil))
+	if got, want := p.smallResources(), []string{ResourcePods, ResourceVolumeAttachments}; !slices.Equal(got, want) {
+		t.Errorf("%d volumes: small resources %v, want %v", exactObjects+1, got, want)
+	}
+	p.deletePV(cache.DeletedFinalStateUnknown{Key: "one-more", Obj: newPV("one-more", nil, nil)})
+	if got := p.smallResources(); !slices.Equal(got, all) {
+		t.Errorf("back to %d volumes: small resources %v, want %v", exactObjects, got, all)
 	}
 }
 

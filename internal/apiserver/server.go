@@ -130,7 +130,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 			return nil, err
 		}
 	}
-	prepared, err := build(ctx, o, buildInput{
+	prepared, err := build(o, buildInput{
 		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
 		etcdServers: etcdServers, tokens: tokens, identity: identity, encryptionConfig: encryptionConfig,
 	}, &closers)
@@ -171,7 +171,7 @@ type assembly struct {
 
 // build assembles the API server, one step per part, each in its own file. A step that opens
 // something pushes its cleanup on closers, which start unwinds.
-func build(ctx context.Context, o *Options, in buildInput, closers *closerStack) (*preparedServer, error) {
+func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, error) {
 	cfg, err := newServerConfig(o, in)
 	if err != nil {
 		return nil, err

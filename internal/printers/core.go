@@ -12,16 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// Namespaces prints namespaces as NAME STATUS AGE.
-var Namespaces rest.TableConvertor = newTable(
+// namespaces prints namespaces as NAME STATUS AGE.
+var namespaces rest.TableConvertor = newTable(
 	nameColumn[*corev1.Namespace](),
 	stringColumn("Status", "The status of the namespace", func(ns *corev1.Namespace) any { return string(ns.Status.Phase) }),
 	ageColumn[*corev1.Namespace](),
 )
 
-// Nodes prints nodes as NAME STATUS ROLES AGE VERSION, wide INTERNAL-IP EXTERNAL-IP OS-IMAGE
+// nodes prints nodes as NAME STATUS ROLES AGE VERSION, wide INTERNAL-IP EXTERNAL-IP OS-IMAGE
 // KERNEL-VERSION CONTAINER-RUNTIME.
-var Nodes rest.TableConvertor = newTable(
+var nodes rest.TableConvertor = newTable(
 	nameColumn[*corev1.Node](),
 	stringColumn("Status", "The status of the node", func(n *corev1.Node) any { return nodeStatus(n) }),
 	stringColumn("Roles", "The roles of the node", func(n *corev1.Node) any { return orNone(strings.Join(nodeRoles(n.Labels), ",")) }),
@@ -84,31 +84,31 @@ func orUnknown(s string) string {
 	return s
 }
 
-// Secrets prints secrets as NAME TYPE DATA AGE.
-var Secrets rest.TableConvertor = newTable(
+// secrets prints secrets as NAME TYPE DATA AGE.
+var secrets rest.TableConvertor = newTable(
 	nameColumn[*corev1.Secret](),
 	stringColumn("Type", doc(corev1.Secret{}, "type"), func(s *corev1.Secret) any { return string(s.Type) }),
 	stringColumn("Data", doc(corev1.Secret{}, "data"), func(s *corev1.Secret) any { return int64(len(s.Data)) }),
 	ageColumn[*corev1.Secret](),
 )
 
-// ConfigMaps prints config maps as NAME DATA AGE; DATA counts text and binary keys.
-var ConfigMaps rest.TableConvertor = newTable(
+// configMaps prints config maps as NAME DATA AGE; DATA counts text and binary keys.
+var configMaps rest.TableConvertor = newTable(
 	nameColumn[*corev1.ConfigMap](),
 	stringColumn("Data", doc(corev1.ConfigMap{}, "data"), func(c *corev1.ConfigMap) any { return int64(len(c.Data) + len(c.BinaryData)) }),
 	ageColumn[*corev1.ConfigMap](),
 )
 
-// ServiceAccounts prints service accounts as NAME SECRETS AGE.
-var ServiceAccounts rest.TableConvertor = newTable(
+// serviceAccounts prints service accounts as NAME SECRETS AGE.
+var serviceAccounts rest.TableConvertor = newTable(
 	nameColumn[*corev1.ServiceAccount](),
 	stringColumn("Secrets", doc(corev1.ServiceAccount{}, "secrets"), func(sa *corev1.ServiceAccount) any { return int64(len(sa.Secrets)) }),
 	ageColumn[*corev1.ServiceAccount](),
 )
 
-// PersistentVolumes prints volumes as NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM
+// persistentVolumes prints volumes as NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM
 // STORAGECLASS VOLUMEATTRIBUTESCLASS REASON AGE, wide VOLUMEMODE.
-var PersistentVolumes rest.TableConvertor = newTable(
+var persistentVolumes rest.TableConvertor = newTable(
 	nameColumn[*corev1.PersistentVolume](),
 	stringColumn("Capacity", doc(corev1.PersistentVolumeSpec{}, "capacity"), func(pv *corev1.PersistentVolume) any { return storageSize(pv.Spec.Capacity) }),
 	stringColumn("Access Modes", doc(corev1.PersistentVolumeSpec{}, "accessModes"), func(pv *corev1.PersistentVolume) any { return accessModes(pv.Spec.AccessModes) }),
@@ -122,10 +122,10 @@ var PersistentVolumes rest.TableConvertor = newTable(
 	stringColumn("VolumeMode", doc(corev1.PersistentVolumeSpec{}, "volumeMode"), func(pv *corev1.PersistentVolume) any { return orUnset((*string)(pv.Spec.VolumeMode)) }).wide(),
 )
 
-// PersistentVolumeClaims prints claims as NAME STATUS VOLUME CAPACITY ACCESS MODES
+// persistentVolumeClaims prints claims as NAME STATUS VOLUME CAPACITY ACCESS MODES
 // STORAGECLASS VOLUMEATTRIBUTESCLASS AGE, wide VOLUMEMODE. Capacity and access modes are those
 // of the bound volume, so they stay empty until the claim is bound.
-var PersistentVolumeClaims rest.TableConvertor = newTable(
+var persistentVolumeClaims rest.TableConvertor = newTable(
 	nameColumn[*corev1.PersistentVolumeClaim](),
 	stringColumn("Status", doc(corev1.PersistentVolumeClaimStatus{}, "phase"), func(pvc *corev1.PersistentVolumeClaim) any { return phase(pvc, string(pvc.Status.Phase)) }),
 	stringColumn("Volume", doc(corev1.PersistentVolumeClaimSpec{}, "volumeName"), func(pvc *corev1.PersistentVolumeClaim) any { return pvc.Spec.VolumeName }),
@@ -209,9 +209,9 @@ func orUnset(s *string) string {
 	return *s
 }
 
-// Events prints events as LAST SEEN TYPE REASON OBJECT MESSAGE, wide SUBOBJECT SOURCE FIRST
+// events prints events as LAST SEEN TYPE REASON OBJECT MESSAGE, wide SUBOBJECT SOURCE FIRST
 // SEEN COUNT NAME. As upstream, the name column comes last and only in wide output.
-var Events rest.TableConvertor = newTable(
+var events rest.TableConvertor = newTable(
 	timedColumn("Last Seen", "string", doc(corev1.Event{}, "lastTimestamp"), func(e *corev1.Event, now time.Time) any { return age(eventLastSeen(e), now) }),
 	stringColumn("Type", doc(corev1.Event{}, "type"), func(e *corev1.Event) any { return e.Type }),
 	stringColumn("Reason", doc(corev1.Event{}, "reason"), func(e *corev1.Event) any { return e.Reason }),

@@ -31,13 +31,13 @@ func TestRows(t *testing.T) {
 	}{
 		{
 			name:      "active namespace",
-			convertor: Namespaces,
+			convertor: namespaces,
 			obj:       &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", CreationTimestamp: ago(50 * time.Hour)}, Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}},
 			want:      []any{"team-a", "Active", "2d2h"},
 		},
 		{
 			name:      "ready node with roles and addresses",
-			convertor: Nodes,
+			convertor: nodes,
 			obj: &corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: ago(10 * 24 * time.Hour), Labels: map[string]string{
 					"node-role.kubernetes.io/control-plane": "",
@@ -61,7 +61,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "cordoned node that is not ready",
-			convertor: Nodes,
+			convertor: nodes,
 			obj: &corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{Name: "n2"},
 				Spec:       corev1.NodeSpec{Unschedulable: true},
@@ -71,31 +71,31 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "node without a Ready condition",
-			convertor: Nodes,
+			convertor: nodes,
 			obj:       &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}},
 			want:      []any{"n3", "Unknown", "<none>", "<unknown>", "", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"},
 		},
 		{
 			name:      "secret counts data keys",
-			convertor: Secrets,
+			convertor: secrets,
 			obj:       &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"a": nil, "b": nil}},
 			want:      []any{"s", "Opaque", int64(2), "<unknown>"},
 		},
 		{
 			name:      "config map counts text and binary keys",
-			convertor: ConfigMaps,
+			convertor: configMaps,
 			obj:       &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"a": ""}, BinaryData: map[string][]byte{"b": nil}},
 			want:      []any{"c", int64(2), "<unknown>"},
 		},
 		{
 			name:      "service account counts secrets",
-			convertor: ServiceAccounts,
+			convertor: serviceAccounts,
 			obj:       &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Secrets: []corev1.ObjectReference{{Name: "tok"}}},
 			want:      []any{"default", int64(1), "<unknown>"},
 		},
 		{
 			name:      "bound persistent volume",
-			convertor: PersistentVolumes,
+			convertor: persistentVolumes,
 			obj: &corev1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{Name: "pv1", CreationTimestamp: ago(5 * time.Minute)},
 				Spec: corev1.PersistentVolumeSpec{
@@ -113,7 +113,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "terminating persistent volume with class annotation",
-			convertor: PersistentVolumes,
+			convertor: persistentVolumes,
 			obj: &corev1.PersistentVolume{
 				ObjectMeta: metav1.ObjectMeta{
 					Name:              "pv2",
@@ -127,7 +127,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "bound claim shows the volume's capacity and modes",
-			convertor: PersistentVolumeClaims,
+			convertor: persistentVolumeClaims,
 			obj: &corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: "data"},
 				Spec: corev1.PersistentVolumeClaimSpec{
@@ -146,7 +146,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "pending claim leaves capacity and modes empty",
-			convertor: PersistentVolumeClaims,
+			convertor: persistentVolumeClaims,
 			obj: &corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: "data"},
 				Spec:       corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
@@ -156,7 +156,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "core event",
-			convertor: Events,
+			convertor: events,
 			obj: &corev1.Event{
 				ObjectMeta:     metav1.ObjectMeta{Name: "p.17a"},
 				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web-0", FieldPath: "spec.containers{app}"},
@@ -172,7 +172,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "events.k8s.io style event with series",
-			convertor: Events,
+			convertor: events,
 			obj: &corev1.Event{
 				ObjectMeta:          metav1.ObjectMeta{Name: "e"},
 				InvolvedObject:      corev1.ObjectReference{Kind: "Node"},
@@ -186,7 +186,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "singleton event counts one and reuses first seen",
-			convertor: Events,
+			convertor: events,
 			obj: &corev1.Event{
 				ObjectMeta:        metav1.ObjectMeta{Name: "e"},
 				InvolvedObject:    corev1.ObjectReference{Kind: "Lease", Name: "l"},
@@ -197,19 +197,19 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "lease with holder",
-			convertor: Leases,
+			convertor: leases,
 			obj:       &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "ctrl"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("ctrl-1_abc")}},
 			want:      []any{"ctrl", "ctrl-1_abc", "<unknown>"},
 		},
 		{
 			name:      "lease without holder",
-			convertor: Leases,
+			convertor: leases,
 			obj:       &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "ctrl"}},
 			want:      []any{"ctrl", "", "<unknown>"},
 		},
 		{
 			name:      "volume attachment",
-			convertor: VolumeAttachments,
+			convertor: volumeAttachments,
 			obj: &storagev1.VolumeAttachment{
 				ObjectMeta: metav1.ObjectMeta{Name: "csi-123"},
 				Spec: storagev1.VolumeAttachmentSpec{
@@ -223,7 +223,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "gmsa credential spec",
-			convertor: GMSACredentialSpecs,
+			convertor: gmsaCredentialSpecs,
 			obj: &windowsv1.GMSACredentialSpec{
 				ObjectMeta: metav1.ObjectMeta{Name: "webapp1-credspec", CreationTimestamp: ago(90 * time.Second)},
 				CredSpec:   windowsv1.CredSpec{Raw: []byte(`{"CmsPlugins":["ActiveDirectory"]}`)},
@@ -232,7 +232,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "csi node counts drivers",
-			convertor: CSINodes,
+			convertor: csiNodes,
 			obj: &storagev1.CSINode{
 				ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 				Spec:       storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: "a"}, {Name: "b"}}},
@@ -241,7 +241,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "approved and issued csr",
-			convertor: CertificateSigningRequests,
+			convertor: certificateSigningRequests,
 			obj: &certificatesv1.CertificateSigningRequest{
 				ObjectMeta: metav1.ObjectMeta{Name: "csr-1", CreationTimestamp: ago(90 * time.Second)},
 				Spec: certificatesv1.CertificateSigningRequestSpec{
@@ -258,7 +258,7 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "denied wins over approved, failed is appended",
-			convertor: CertificateSigningRequests,
+			convertor: certificateSigningRequests,
 			obj: &certificatesv1.CertificateSigningRequest{
 				ObjectMeta: metav1.ObjectMeta{Name: "csr-2"},
 				Status: certificatesv1.CertificateSigningRequestStatus{Conditions: []certificatesv1.CertificateSigningRequestCondition{
@@ -269,19 +269,19 @@ func TestRows(t *testing.T) {
 		},
 		{
 			name:      "new csr is pending",
-			convertor: CertificateSigningRequests,
+			convertor: certificateSigningRequests,
 			obj:       &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "csr-3"}},
 			want:      []any{"csr-3", "<unknown>", "<none>", "", "<none>", "Pending"},
 		},
 		{
 			name:      "cluster trust bundle with signer",
-			convertor: ClusterTrustBundles,
+			convertor: clusterTrustBundles,
 			obj:       &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "example.com:ca:1"}, Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.com/ca"}},
 			want:      []any{"example.com:ca:1", "example.com/ca"},
 		},
 		{
 			name:      "cluster trust bundle without signer",
-			convertor: ClusterTrustBundles,
+			convertor: clusterTrustBundles,
 			obj:       &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "roots"}},
 			want:      []any{"roots", "<none>"},
 		},

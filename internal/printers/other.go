@@ -12,16 +12,16 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Leases prints leases as NAME HOLDER AGE.
-var Leases rest.TableConvertor = newTable(
+// leases prints leases as NAME HOLDER AGE.
+var leases rest.TableConvertor = newTable(
 	nameColumn[*coordinationv1.Lease](),
 	stringColumn("Holder", doc(coordinationv1.LeaseSpec{}, "holderIdentity"), func(l *coordinationv1.Lease) any { return ptr.Deref(l.Spec.HolderIdentity, "") }),
 	ageColumn[*coordinationv1.Lease](),
 )
 
-// VolumeAttachments prints attachments as NAME ATTACHER PV NODE ATTACHED AGE. Upstream marks
+// volumeAttachments prints attachments as NAME ATTACHER PV NODE ATTACHED AGE. Upstream marks
 // the attacher column as a name too; kept so clients see the same definitions.
-var VolumeAttachments rest.TableConvertor = newTable(
+var volumeAttachments rest.TableConvertor = newTable(
 	nameColumn[*storagev1.VolumeAttachment](),
 	stringColumn("Attacher", doc(storagev1.VolumeAttachmentSpec{}, "attacher"), func(va *storagev1.VolumeAttachment) any { return va.Spec.Attacher }).names(),
 	stringColumn("PV", doc(storagev1.VolumeAttachmentSource{}, "persistentVolumeName"), func(va *storagev1.VolumeAttachment) any { return ptr.Deref(va.Spec.Source.PersistentVolumeName, "") }),
@@ -30,16 +30,16 @@ var VolumeAttachments rest.TableConvertor = newTable(
 	ageColumn[*storagev1.VolumeAttachment](),
 )
 
-// CSINodes prints CSI nodes as NAME DRIVERS AGE.
-var CSINodes rest.TableConvertor = newTable(
+// csiNodes prints CSI nodes as NAME DRIVERS AGE.
+var csiNodes rest.TableConvertor = newTable(
 	nameColumn[*storagev1.CSINode](),
 	integerColumn("Drivers", "Drivers indicates the number of CSI drivers registered on the node", func(n *storagev1.CSINode) any { return int64(len(n.Spec.Drivers)) }),
 	ageColumn[*storagev1.CSINode](),
 )
 
-// CertificateSigningRequests prints CSRs as NAME AGE SIGNERNAME REQUESTOR REQUESTEDDURATION
+// certificateSigningRequests prints CSRs as NAME AGE SIGNERNAME REQUESTOR REQUESTEDDURATION
 // CONDITION.
-var CertificateSigningRequests rest.TableConvertor = newTable(
+var certificateSigningRequests rest.TableConvertor = newTable(
 	nameColumn[*certificatesv1.CertificateSigningRequest](),
 	ageColumn[*certificatesv1.CertificateSigningRequest](),
 	stringColumn("SignerName", doc(certificatesv1.CertificateSigningRequestSpec{}, "signerName"), func(csr *certificatesv1.CertificateSigningRequest) any { return orNone(csr.Spec.SignerName) }),
@@ -79,8 +79,8 @@ func csrCondition(csr *certificatesv1.CertificateSigningRequest) string {
 	return strings.Join(summary, ",")
 }
 
-// ClusterTrustBundles prints bundles as NAME SIGNERNAME.
-var ClusterTrustBundles rest.TableConvertor = newTable(
+// clusterTrustBundles prints bundles as NAME SIGNERNAME.
+var clusterTrustBundles rest.TableConvertor = newTable(
 	nameColumn[*certificatesv1.ClusterTrustBundle](),
 	stringColumn("SignerName", doc(certificatesv1.ClusterTrustBundleSpec{}, "signerName"), func(b *certificatesv1.ClusterTrustBundle) any { return orNone(b.Spec.SignerName) }),
 )

@@ -14,9 +14,9 @@ import (
 // unreachable node; such pods print as Unknown while they are being deleted.
 const nodeLostReason = "NodeLost"
 
-// Pods prints pods as NAME READY STATUS RESTARTS AGE, wide IP NODE NOMINATED NODE READINESS
+// pods prints pods as NAME READY STATUS RESTARTS AGE, wide IP NODE NOMINATED NODE READINESS
 // GATES; rows of finished pods carry a Completed condition.
-var Pods rest.TableConvertor = newViewTable(func(pod *corev1.Pod) podRow { return podRow{pod, summarizePod(pod)} },
+var pods rest.TableConvertor = newViewTable(func(pod *corev1.Pod) podRow { return podRow{pod, summarizePod(pod)} },
 	nameColumn[podRow](),
 	stringColumn("Ready", "The aggregate readiness state of this pod for accepting traffic.", func(r podRow) any {
 		return fmt.Sprintf("%d/%d", r.summary.ready, r.summary.total)

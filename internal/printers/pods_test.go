@@ -261,7 +261,7 @@ func TestPods(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := cells(t, Pods, &tt.pod); !reflect.DeepEqual(got, tt.want) {
+			if got := cells(t, pods, &tt.pod); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("cells = %#v\nwant    %#v", got, tt.want)
 			}
 		})
@@ -280,7 +280,7 @@ func TestPodRowConditions(t *testing.T) {
 	}
 	for phase, want := range tests {
 		t.Run(string(phase), func(t *testing.T) {
-			table, err := frozen(Pods).ConvertToTable(context.Background(), &corev1.Pod{Status: corev1.PodStatus{Phase: phase}}, nil)
+			table, err := frozen(pods).ConvertToTable(context.Background(), &corev1.Pod{Status: corev1.PodStatus{Phase: phase}}, nil)
 			if err != nil {
 				t.Fatalf("ConvertToTable: %v", err)
 			}

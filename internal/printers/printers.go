@@ -12,12 +12,20 @@ import (
 	"fmt"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/clock"
+
+	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 )
 
 // object is what a table prints: a served object with object metadata.
@@ -187,3 +195,30 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// tables are the tables of every resource that has columns of its own, by resource.
+var tables = map[schema.GroupResource]rest.TableConvertor{
+	corev1.Resource("namespaces"):                         namespaces,
+	corev1.Resource("nodes"):                              nodes,
+	corev1.Resource("pods"):                               pods,
+	corev1.Resource("secrets"):                            secrets,
+	corev1.Resource("configmaps"):                         configMaps,
+	corev1.Resource("serviceaccounts"):                    serviceAccounts,
+	corev1.Resource("persistentvolumes"):                  persistentVolumes,
+	corev1.Resource("persistentvolumeclaims"):             persistentVolumeClaims,
+	corev1.Resource("events"):                             events,
+	coordinationv1.Resource("leases"):                     leases,
+	storagev1.Resource("volumeattachments"):               volumeAttachments,
+	storagev1.Resource("csinodes"):                        csiNodes,
+	certificatesv1.Resource("certificatesigningrequests"): certificateSigningRequests,
+	certificatesv1.Resource("clustertrustbundles"):        clusterTrustBundles,
+	rbacv1.Resource("roles"):                              roles,
+	rbacv1.Resource("clusterroles"):                       clusterRoles,
+	rbacv1.Resource("rolebindings"):                       roleBindings,
+	rbacv1.Resource("clusterrolebindings"):                clusterRoleBindings,
+	windowsv1.Resource("gmsacredentialspecs"):             gmsaCredentialSpecs,
+}
+
+// For returns the table kubectl prints resource with, or nil for a resource without columns
+// of its own (the library's default, NAME and CREATED AT, serves those).
+func For(resource schema.GroupResource) rest.TableConvertor { return tables[resource] }

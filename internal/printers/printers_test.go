@@ -99,7 +99,7 @@ func TestConvertToTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			table, err := frozen(Secrets).ConvertToTable(context.Background(), tt.obj, tt.options)
+			table, err := frozen(secrets).ConvertToTable(context.Background(), tt.obj, tt.options)
 			if err != nil {
 				t.Fatalf("ConvertToTable: %v", err)
 			}
@@ -126,7 +126,7 @@ func TestConvertToTable(t *testing.T) {
 	}
 
 	t.Run("rows point at the list items", func(t *testing.T) {
-		table, err := frozen(Secrets).ConvertToTable(context.Background(), list, nil)
+		table, err := frozen(secrets).ConvertToTable(context.Background(), list, nil)
 		if err != nil {
 			t.Fatalf("ConvertToTable: %v", err)
 		}
@@ -147,7 +147,7 @@ func TestConvertToTable(t *testing.T) {
 	}
 	for _, tt := range errorTests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := frozen(Secrets).ConvertToTable(context.Background(), tt.obj, tt.options)
+			_, err := frozen(secrets).ConvertToTable(context.Background(), tt.obj, tt.options)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v, want one containing %q", err, tt.want)
 			}
@@ -164,21 +164,21 @@ func TestColumns(t *testing.T) {
 		wantFirst string
 		wide      []string
 	}{
-		{"namespaces", Namespaces, &corev1.Namespace{}, "Name", nil},
-		{"nodes", Nodes, &corev1.Node{}, "Name", []string{"Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"}},
-		{"pods", Pods, &corev1.Pod{}, "Name", []string{"IP", "Node", "Nominated Node", "Readiness Gates"}},
-		{"secrets", Secrets, &corev1.Secret{}, "Name", nil},
-		{"config maps", ConfigMaps, &corev1.ConfigMap{}, "Name", nil},
-		{"service accounts", ServiceAccounts, &corev1.ServiceAccount{}, "Name", nil},
-		{"persistent volumes", PersistentVolumes, &corev1.PersistentVolume{}, "Name", []string{"VolumeMode"}},
-		{"claims", PersistentVolumeClaims, &corev1.PersistentVolumeClaim{}, "Name", []string{"VolumeMode"}},
-		{"events", Events, &corev1.Event{}, "Last Seen", []string{"Subobject", "Source", "First Seen", "Count", "Name"}},
-		{"leases", Leases, &coordinationv1.Lease{}, "Name", nil},
-		{"volume attachments", VolumeAttachments, &storagev1.VolumeAttachment{}, "Name", nil},
-		{"csi nodes", CSINodes, &storagev1.CSINode{}, "Name", nil},
-		{"csrs", CertificateSigningRequests, &certificatesv1.CertificateSigningRequest{}, "Name", nil},
-		{"cluster trust bundles", ClusterTrustBundles, &certificatesv1.ClusterTrustBundle{}, "Name", nil},
-		{"gmsa credential specs", GMSACredentialSpecs, &windowsv1.GMSACredentialSpec{}, "Name", nil},
+		{"namespaces", namespaces, &corev1.Namespace{}, "Name", nil},
+		{"nodes", nodes, &corev1.Node{}, "Name", []string{"Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"}},
+		{"pods", pods, &corev1.Pod{}, "Name", []string{"IP", "Node", "Nominated Node", "Readiness Gates"}},
+		{"secrets", secrets, &corev1.Secret{}, "Name", nil},
+		{"config maps", configMaps, &corev1.ConfigMap{}, "Name", nil},
+		{"service accounts", serviceAccounts, &corev1.ServiceAccount{}, "Name", nil},
+		{"persistent volumes", persistentVolumes, &corev1.PersistentVolume{}, "Name", []string{"VolumeMode"}},
+		{"claims", persistentVolumeClaims, &corev1.PersistentVolumeClaim{}, "Name", []string{"VolumeMode"}},
+		{"events", events, &corev1.Event{}, "Last Seen", []string{"Subobject", "Source", "First Seen", "Count", "Name"}},
+		{"leases", leases, &coordinationv1.Lease{}, "Name", nil},
+		{"volume attachments", volumeAttachments, &storagev1.VolumeAttachment{}, "Name", nil},
+		{"csi nodes", csiNodes, &storagev1.CSINode{}, "Name", nil},
+		{"csrs", certificateSigningRequests, &certificatesv1.CertificateSigningRequest{}, "Name", nil},
+		{"cluster trust bundles", clusterTrustBundles, &certificatesv1.ClusterTrustBundle{}, "Name", nil},
+		{"gmsa credential specs", gmsaCredentialSpecs, &windowsv1.GMSACredentialSpec{}, "Name", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

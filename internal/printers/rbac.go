@@ -10,13 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Roles prints roles as NAME CREATED AT. Upstream has no printer for roles, so its server
+// roles prints roles as NAME CREATED AT. Upstream has no printer for roles, so its server
 // falls back to the default table: the name and the creation time as an RFC 3339 date rather
 // than an age.
-var Roles rest.TableConvertor = newTable(nameColumn[*rbacv1.Role](), createdAtColumn[*rbacv1.Role]())
+var roles rest.TableConvertor = newTable(nameColumn[*rbacv1.Role](), createdAtColumn[*rbacv1.Role]())
 
-// ClusterRoles prints cluster roles as NAME CREATED AT.
-var ClusterRoles rest.TableConvertor = newTable(nameColumn[*rbacv1.ClusterRole](), createdAtColumn[*rbacv1.ClusterRole]())
+// clusterRoles prints cluster roles as NAME CREATED AT.
+var clusterRoles rest.TableConvertor = newTable(nameColumn[*rbacv1.ClusterRole](), createdAtColumn[*rbacv1.ClusterRole]())
 
 func createdAtColumn[T object]() column[T] {
 	c := stringColumn("Created At", doc(metav1.ObjectMeta{}, "creationTimestamp"), func(obj T) any {
@@ -26,13 +26,13 @@ func createdAtColumn[T object]() column[T] {
 	return c
 }
 
-// RoleBindings prints role bindings as NAME ROLE AGE, and USERS GROUPS SERVICEACCOUNTS wide.
+// roleBindings prints role bindings as NAME ROLE AGE, and USERS GROUPS SERVICEACCOUNTS wide.
 // The ROLE description is the v1beta1 one, which is what upstream's column definitions carry.
-var RoleBindings rest.TableConvertor = newTable(bindingColumns("roleBinding", doc(rbacv1beta1.RoleBinding{}, "roleRef"),
+var roleBindings rest.TableConvertor = newTable(bindingColumns("roleBinding", doc(rbacv1beta1.RoleBinding{}, "roleRef"),
 	func(b *rbacv1.RoleBinding) (rbacv1.RoleRef, []rbacv1.Subject) { return b.RoleRef, b.Subjects })...)
 
-// ClusterRoleBindings prints cluster role bindings as RoleBindings does.
-var ClusterRoleBindings rest.TableConvertor = newTable(bindingColumns("clusterRoleBinding", doc(rbacv1beta1.ClusterRoleBinding{}, "roleRef"),
+// clusterRoleBindings prints cluster role bindings as roleBindings does.
+var clusterRoleBindings rest.TableConvertor = newTable(bindingColumns("clusterRoleBinding", doc(rbacv1beta1.ClusterRoleBinding{}, "roleRef"),
 	func(b *rbacv1.ClusterRoleBinding) (rbacv1.RoleRef, []rbacv1.Subject) { return b.RoleRef, b.Subjects })...)
 
 // bindingColumns are the columns of both binding kinds, read through binding.

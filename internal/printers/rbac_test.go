@@ -33,21 +33,21 @@ func TestRBACTables(t *testing.T) {
 	}{
 		{
 			name:      "role shows its creation time in UTC",
-			convertor: Roles,
+			convertor: roles,
 			obj:       &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader", Namespace: "team-a", CreationTimestamp: created}},
 			columns:   []string{"Name", "Created At"},
 			want:      []any{"pod-reader", "2026-04-30T07:30:00Z"},
 		},
 		{
 			name:      "cluster role",
-			convertor: ClusterRoles,
+			convertor: clusterRoles,
 			obj:       &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view", CreationTimestamp: created}},
 			columns:   []string{"Name", "Created At"},
 			want:      []any{"view", "2026-04-30T07:30:00Z"},
 		},
 		{
 			name:      "role binding lists subjects by kind",
-			convertor: RoleBindings,
+			convertor: roleBindings,
 			obj: &rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: "readers", Namespace: "team-a", CreationTimestamp: ago(3 * time.Hour)},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
@@ -59,7 +59,7 @@ func TestRBACTables(t *testing.T) {
 		},
 		{
 			name:      "cluster role binding without subjects",
-			convertor: ClusterRoleBindings,
+			convertor: clusterRoleBindings,
 			obj: &rbacv1.ClusterRoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: "system:node", CreationTimestamp: ago(26 * time.Hour)},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},

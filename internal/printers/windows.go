@@ -5,6 +5,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 )
 
-// GMSACredentialSpecs prints credential specs as NAME AGE, the columns a CRD without printer
+// gmsaCredentialSpecs prints credential specs as NAME AGE, the columns a CRD without printer
 // columns gets: the credspec document is no table cell.
-var GMSACredentialSpecs rest.TableConvertor = newTable(nameColumn[*windowsv1.GMSACredentialSpec](), ageColumn[*windowsv1.GMSACredentialSpec]())
+var gmsaCredentialSpecs rest.TableConvertor = newTable(nameColumn[*windowsv1.GMSACredentialSpec](), ageColumn[*windowsv1.GMSACredentialSpec]())

@@ -26,7 +26,6 @@ type resource[T runtime.Object] struct {
 	rules            store.Rules[T]
 	// status, when set, serves <plural>/status with these rules.
 	status     *store.Rules[T]
-	table      rest.TableConvertor
 	shortNames []string
 	// ttlSeconds, when set, makes etcd expire objects this long after their last write.
 	ttlSeconds uint64
@@ -50,7 +49,6 @@ func (r resource[T]) build(typer runtime.ObjectTyper, optsGetter generic.RESTOpt
 		New:        r.newObj,
 		NewList:    r.newList,
 		Strategy:   store.NewStrategy(typer, r.withVersion(r.rules)),
-		Table:      r.table,
 		ShortNames: r.shortNames,
 		TTLSeconds: r.ttlSeconds,
 	})

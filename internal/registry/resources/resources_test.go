@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
+	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/store"
 )
 
@@ -106,6 +107,9 @@ func TestTable(t *testing.T) {
 			}
 			if s.ReturnDeletedObject != tc.returnDeleted {
 				t.Errorf("delete returns the object = %v, want %v", s.ReturnDeletedObject, tc.returnDeleted)
+			}
+			if s.TableConvertor == nil || s.TableConvertor != printers.For(s.DefaultQualifiedResource) {
+				t.Errorf("table convertor %T is not kubectl's columns of %s", s.TableConvertor, s.DefaultQualifiedResource)
 			}
 			if _, err := s.ConvertToTable(context.Background(), tc.sample, nil); err != nil {
 				t.Errorf("table: %v", err)

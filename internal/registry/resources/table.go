@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
-	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/store"
 	"github.com/idplane/idplane/internal/validation"
 )
@@ -31,7 +30,6 @@ func table() []row {
 			rules: store.Rules[*corev1.Secret]{
 				Namespaced: true, Validate: validation.ValidateSecret, ValidateUpdate: validation.ValidateSecretUpdate,
 			},
-			table: printers.Secrets,
 		},
 		resource[*corev1.ConfigMap]{
 			gv: corev1.SchemeGroupVersion, plural: "configmaps", singular: "configmap", kind: "ConfigMap",
@@ -40,7 +38,7 @@ func table() []row {
 			rules: store.Rules[*corev1.ConfigMap]{
 				Namespaced: true, Validate: validation.ValidateConfigMap, ValidateUpdate: validation.ValidateConfigMapUpdate,
 			},
-			table: printers.ConfigMaps, shortNames: []string{"cm"},
+			shortNames: []string{"cm"},
 		},
 		// TokenRequests, the subresource with behaviour, are the serviceaccount package's.
 		resource[*corev1.ServiceAccount]{
@@ -50,7 +48,7 @@ func table() []row {
 			rules: store.Rules[*corev1.ServiceAccount]{
 				Namespaced: true, Validate: validation.ValidateServiceAccount, ValidateUpdate: validation.ValidateServiceAccountUpdate,
 			},
-			table: printers.ServiceAccounts, shortNames: []string{"sa"},
+			shortNames: []string{"sa"},
 		},
 		resource[*corev1.Event]{
 			gv: corev1.SchemeGroupVersion, plural: "events", singular: "event", kind: "Event",
@@ -61,7 +59,7 @@ func table() []row {
 				// Clients record events with PUT as well as POST, as upstream allows.
 				AllowCreateOnUpdate: true,
 			},
-			table: printers.Events, shortNames: []string{"ev"},
+			shortNames: []string{"ev"},
 			// Events are history, not state: etcd drops them an hour after their last update.
 			ttlSeconds: 3600,
 		},
@@ -81,7 +79,7 @@ func table() []row {
 				ValidateUpdate:   validation.ValidateNodeStatusUpdate,
 				ResetFields:      specPath,
 			},
-			table: printers.Nodes, shortNames: []string{"no"},
+			shortNames: []string{"no"},
 		},
 		resource[*corev1.PersistentVolume]{
 			gv: corev1.SchemeGroupVersion, plural: "persistentvolumes", singular: "persistentvolume", kind: "PersistentVolume",
@@ -101,7 +99,7 @@ func table() []row {
 				ValidateUpdate:   validation.ValidatePersistentVolumeStatusUpdate,
 				ResetFields:      specPath,
 			},
-			table: printers.PersistentVolumes, shortNames: []string{"pv"},
+			shortNames: []string{"pv"},
 		},
 		resource[*corev1.PersistentVolumeClaim]{
 			gv: corev1.SchemeGroupVersion, plural: "persistentvolumeclaims", singular: "persistentvolumeclaim", kind: "PersistentVolumeClaim",
@@ -122,7 +120,7 @@ func table() []row {
 				ValidateUpdate:   validation.ValidatePersistentVolumeClaimStatusUpdate,
 				ResetFields:      specPath,
 			},
-			table: printers.PersistentVolumeClaims, shortNames: []string{"pvc"},
+			shortNames: []string{"pvc"},
 		},
 		resource[*coordinationv1.Lease]{
 			gv: coordinationv1.SchemeGroupVersion, plural: "leases", singular: "lease", kind: "Lease",
@@ -133,7 +131,6 @@ func table() []row {
 				// Leader-election clients take a lease with PUT when it does not exist yet.
 				AllowCreateOnUpdate: true,
 			},
-			table: printers.Leases,
 		},
 		resource[*certificatesv1.ClusterTrustBundle]{
 			gv: certificatesv1.SchemeGroupVersion, plural: "clustertrustbundles", singular: "clustertrustbundle", kind: "ClusterTrustBundle",
@@ -142,7 +139,6 @@ func table() []row {
 			rules: store.Rules[*certificatesv1.ClusterTrustBundle]{
 				Validate: validation.ValidateClusterTrustBundle, ValidateUpdate: validation.ValidateClusterTrustBundleUpdate,
 			},
-			table: printers.ClusterTrustBundles,
 		},
 		// Status (storage health) is written upstream only through csinodes/status behind the
 		// alpha CSIVolumeHealth gate, which idplane does not serve: create clears it and updates
@@ -158,7 +154,6 @@ func table() []row {
 				ValidateUpdate:   validation.ValidateCSINodeUpdate,
 				ResetFields:      statusPath,
 			},
-			table: printers.CSINodes,
 			// As upstream, DELETE answers with the deleted object rather than a Status.
 			returnDeleted: true,
 		},
@@ -186,7 +181,6 @@ func table() []row {
 				ValidateUpdate: validation.ValidateVolumeAttachmentStatusUpdate,
 				ResetFields:    metaSpecPath,
 			},
-			table: printers.VolumeAttachments,
 			// As upstream, DELETE answers with the deleted attachment rather than a Status.
 			returnDeleted: true,
 		},
@@ -197,7 +191,6 @@ func table() []row {
 			rules: store.Rules[*windowsv1.GMSACredentialSpec]{
 				Validate: validation.ValidateGMSACredentialSpec, ValidateUpdate: validation.ValidateGMSACredentialSpecUpdate,
 			},
-			table: printers.GMSACredentialSpecs,
 		},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/fieldlabels"
 )
 
@@ -30,7 +31,6 @@ type Options struct {
 		rest.RESTDeleteStrategy
 		rest.ResetFieldsStrategy
 	}
-	Table rest.TableConvertor
 	// Triggers index the watch cache by hot field selectors, such as spec.nodeName for pods.
 	Triggers storage.IndexerFuncs
 	// ShortNames and Categories appear in discovery (kubectl get po, kubectl get all).
@@ -51,7 +51,8 @@ func New(optsGetter generic.RESTOptionsGetter, o Options) (*Store, error) {
 		UpdateStrategy:            o.Strategy,
 		DeleteStrategy:            o.Strategy,
 		ResetFieldsStrategy:       o.Strategy,
-		TableConvertor:            o.Table,
+		// kubectl's columns come from the one table of them, so no resource can name another's.
+		TableConvertor: printers.For(o.Resource),
 	}
 	if o.TTLSeconds > 0 {
 		s.TTLFunc = func(runtime.Object, uint64, bool) (uint64, error) { return o.TTLSeconds, nil }

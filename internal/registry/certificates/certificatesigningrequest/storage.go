@@ -15,7 +15,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/store"
 	"github.com/idplane/idplane/internal/validation"
 )
@@ -41,7 +40,6 @@ func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (m
 			ResetFields:     []fieldpath.Path{fieldpath.MakePathOrDie("status")},
 			APIVersion:      "certificates.k8s.io/v1",
 		}),
-		Table:      printers.CertificateSigningRequests,
 		ShortNames: []string{"csr"},
 	})
 	if err != nil {

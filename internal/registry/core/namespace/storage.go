@@ -15,7 +15,6 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/store"
 	"github.com/idplane/idplane/internal/validation"
 )
@@ -46,7 +45,6 @@ func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (m
 			ResetFields:    []fieldpath.Path{fieldpath.MakePathOrDie("status")},
 			APIVersion:     "v1",
 		}),
-		Table:      printers.Namespaces,
 		ShortNames: []string{"ns"},
 	})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/store"
 	"github.com/idplane/idplane/internal/validation"
 )
@@ -37,7 +36,6 @@ func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (m
 			ResetFields:      []fieldpath.Path{fieldpath.MakePathOrDie("status")},
 			APIVersion:       "v1",
 		})},
-		Table: printers.Pods,
 		// Nodes list and watch only their own pods; the index keeps that cheap.
 		Triggers:   storage.IndexerFuncs{"spec.nodeName": nodeNameTrigger},
 		ShortNames: []string{"po"},

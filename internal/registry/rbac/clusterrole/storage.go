@@ -10,7 +10,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/rbac/escalation"
 	"github.com/idplane/idplane/internal/registry/rbac/policybased"
 	"github.com/idplane/idplane/internal/registry/store"
@@ -36,7 +35,6 @@ func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter, gu
 		New:      func() runtime.Object { return &rbacv1.ClusterRole{} },
 		NewList:  func() runtime.Object { return &rbacv1.ClusterRoleList{} },
 		Strategy: strategy(typer),
-		Table:    printers.ClusterRoles,
 	})
 	if err != nil {
 		return nil, err

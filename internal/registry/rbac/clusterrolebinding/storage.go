@@ -10,7 +10,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/rbac/escalation"
 	"github.com/idplane/idplane/internal/registry/rbac/policybased"
 	"github.com/idplane/idplane/internal/registry/store"
@@ -36,7 +35,6 @@ func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter, gu
 		New:      func() runtime.Object { return &rbacv1.ClusterRoleBinding{} },
 		NewList:  func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} },
 		Strategy: strategy(typer),
-		Table:    printers.ClusterRoleBindings,
 	})
 	if err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	"github.com/idplane/idplane/internal/printers"
 	"github.com/idplane/idplane/internal/registry/rbac/escalation"
 	"github.com/idplane/idplane/internal/registry/rbac/policybased"
 	"github.com/idplane/idplane/internal/registry/store"
@@ -38,7 +37,6 @@ func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter, gu
 		New:      func() runtime.Object { return &rbacv1.Role{} },
 		NewList:  func() runtime.Object { return &rbacv1.RoleList{} },
 		Strategy: strategy(typer),
-		Table:    printers.Roles,
 	})
 	if err != nil {
 		return nil, err

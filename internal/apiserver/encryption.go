@@ -78,8 +78,9 @@ func (e *EncryptionOptions) configFile(files pki.Files) (string, storagevalue.Tr
 	return path, secrets, nil
 }
 
-// secretsKeyPrefix is where the storage layer keeps secrets in etcd.
-const secretsKeyPrefix = "/registry/secrets/"
+// secretsKeyPrefix is where the storage layer keeps secrets in etcd. The check below runs before
+// the storage layer is configured, so it is named from the same prefix rather than read from it.
+const secretsKeyPrefix = storagePrefix + "/secrets/"
 
 // checkStoredSecrets refuses to start when a secret in etcd cannot be read with the encryption
 // configuration, typically a replica that generated its own key or a rotation that dropped the

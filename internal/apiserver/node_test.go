@@ -192,7 +192,7 @@ func TestNodeReadAfterBindWaitsForTheGraph(t *testing.T) {
 	store := &announcingKV{KV: etcdClient, read: make(chan struct{}, 100)}
 	factory := informers.NewSharedInformerFactory(s.client, 0)
 	gate := &nodetest.Gate{}
-	a, populator, err := nodeAuthorizer(store, &genericapiserver.Config{RESTOptionsGetter: storagePrefix("/registry")},
+	a, populator, err := nodeAuthorizer(store, &genericapiserver.Config{RESTOptionsGetter: prefixStorage(storagePrefix)},
 		gate.Pods(factory.Core().V1().Pods()), gate.PersistentVolumes(factory.Core().V1().PersistentVolumes()),
 		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()))
 	if err != nil {
@@ -269,11 +269,11 @@ func TestNodeRefusalWaitsOnTheStore(t *testing.T) {
 	}
 }
 
-// storagePrefix is a storage configuration that keeps every resource under one prefix, by its
+// prefixStorage is a storage configuration that keeps every resource under one prefix, by its
 // resource name, as the server's does.
-type storagePrefix string
+type prefixStorage string
 
-func (p storagePrefix) GetRESTOptions(resource schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
+func (p prefixStorage) GetRESTOptions(resource schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
 	return generic.RESTOptions{StorageConfig: &storagebackend.ConfigForResource{Config: storagebackend.Config{Prefix: string(p)}}, ResourcePrefix: resource.Resource}, nil
 }
 

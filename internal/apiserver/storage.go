@@ -37,10 +37,15 @@ func openEtcd(ctx context.Context, o *Options, secrets storagevalue.Transformer,
 	return etcd, servers, nil
 }
 
+// storagePrefix is where the storage layer keeps every resource in etcd, each under
+// <storagePrefix>/<resource>/ (kube-apiserver's default, so tools that read etcd find objects
+// where they expect them).
+const storagePrefix = "/registry"
+
 // storage configures the storage layer: the etcd servers and credentials, encryption at rest,
 // the served group versions and how each resource is encoded in etcd.
 func (a *assembly) storage() error {
-	etcdOpts := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig("/registry", nil))
+	etcdOpts := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(storagePrefix, nil))
 	etcdOpts.StorageConfig.Transport.ServerList = a.in.etcdServers
 	etcdOpts.StorageConfig.Transport.TrustedCAFile = a.o.EtcdCAFile
 	etcdOpts.StorageConfig.Transport.CertFile = a.o.EtcdCertFile

@@ -13,7 +13,6 @@ import (
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
-	"github.com/idplane/idplane/internal/kubeconfig"
 	"github.com/idplane/idplane/internal/leaderelection"
 	"github.com/idplane/idplane/internal/pki"
 )
@@ -71,43 +70,8 @@ func Start(ctx context.Context, o *Options) (*Server, error) {
 // start writes the server's credentials to the data directory, opens etcd, assembles the server
 // on ln and runs it until ctx ends.
 func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.Listener, now time.Time) (_ *Server, err error) {
-	port := ln.Addr().(*net.TCPAddr).Port
-	host := o.BindAddress.String()
-	if o.BindAddress.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	url := "https://" + net.JoinHostPort(host, strconv.Itoa(port))
-
-	names := pki.ServingNames{
-		DNS: []string{"localhost", genericapiserver.LoopbackClientServerNameOverride},
-		IPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
-	}
-	if !o.BindAddress.IsUnspecified() {
-		names.IPs = append(names.IPs, o.BindAddress)
-	}
-	servingCert, servingKey, err := pki.EnsureServingCert(files, ca, names, now)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
-		return nil, err
-	}
-	encryptionConfig, secretsTransformer, err := o.Encryption.configFile(files)
-	if err != nil {
-		return nil, err
-	}
-	tokens, err := serviceAccountTokens(o, files, url)
-	if err != nil {
-		return nil, err
-	}
-	adminCert, adminKey, err := pki.EnsureAdminCert(files, ca, now)
-	if err != nil {
-		return nil, err
-	}
-	adminKubeconfig := filepath.Join(o.DataDir, "admin.kubeconfig")
-	err = kubeconfig.Write(adminKubeconfig, "idplane", kubeconfig.Credentials{
-		Server: url, CAPEM: ca.CertPEM, CertPEM: adminCert, KeyPEM: adminKey,
-	})
+	url := serverURL(o, ln)
+	creds, err := ensureCredentials(o, files, ca, url, now)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +84,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 			closers.unwind()
 		}
 	}()
-	etcd, etcdServers, err := openEtcd(ctx, o, secretsTransformer, encryptionConfig, &closers)
+	etcd, etcdServers, err := openEtcd(ctx, o, creds.secrets, creds.encryptionConfig, &closers)
 	if err != nil {
 		return nil, err
 	}
@@ -131,13 +95,13 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 		}
 	}
 	prepared, err := build(o, buildInput{
-		listener: ln, servingCert: servingCert, servingKey: servingKey, caPEM: ca.CertPEM,
-		etcdServers: etcdServers, tokens: tokens, identity: identity, encryptionConfig: encryptionConfig,
+		listener: ln, servingCert: creds.servingCert, servingKey: creds.servingKey, caPEM: ca.CertPEM,
+		etcdServers: etcdServers, tokens: creds.tokens, identity: identity, encryptionConfig: creds.encryptionConfig,
 	}, &closers)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: url, AdminKubeconfig: adminKubeconfig, etcd: etcd, identity: identity, done: make(chan struct{})}
+	s := &Server{URL: url, AdminKubeconfig: creds.adminKubeconfig, etcd: etcd, identity: identity, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		s.err = prepared.run(ctx)

@@ -20,14 +20,6 @@ var (
 	volumeModes           = sets.New(corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem)
 )
 
-// volumeEnumValue refuses a value outside allowed, naming the allowed values in order.
-func volumeEnumValue[T ~string](allowed sets.Set[T], value T, fldPath *field.Path) field.ErrorList {
-	if allowed.Has(value) {
-		return nil
-	}
-	return field.ErrorList{field.NotSupported(fldPath, value, sets.List(allowed))}
-}
-
 // volumeSpecRule checks one aspect of a persistent volume's spec; fldPath is the spec's.
 type volumeSpecRule func(spec *corev1.PersistentVolumeSpec, fldPath *field.Path) field.ErrorList
 
@@ -55,7 +47,7 @@ var persistentVolumeSpecRules = []volumeSpecRule{
 		if spec.VolumeMode == nil {
 			return nil
 		}
-		return volumeEnumValue(volumeModes, *spec.VolumeMode, fldPath.Child("volumeMode"))
+		return oneOf(fldPath.Child("volumeMode"), *spec.VolumeMode, sets.List(volumeModes)...)
 	},
 	volumeAttributesClassOfCSI,
 }
@@ -100,7 +92,7 @@ func volumeReclaimPolicy(spec *corev1.PersistentVolumeSpec, fldPath *field.Path)
 	if spec.PersistentVolumeReclaimPolicy == "" {
 		return nil
 	}
-	return volumeEnumValue(volumeReclaimPolicies, spec.PersistentVolumeReclaimPolicy, fldPath.Child("persistentVolumeReclaimPolicy"))
+	return oneOf(fldPath.Child("persistentVolumeReclaimPolicy"), spec.PersistentVolumeReclaimPolicy, sets.List(volumeReclaimPolicies)...)
 }
 
 // volumeNodeAffinity: node affinity, when given, states which nodes are required.
@@ -161,7 +153,7 @@ func validateAccessModes(modes []corev1.PersistentVolumeAccessMode, fldPath *fie
 		allErrs = append(allErrs, field.Required(fldPath, "at least 1 access mode is required"))
 	}
 	for _, mode := range modes {
-		allErrs = append(allErrs, volumeEnumValue(volumeAccessModes, mode, fldPath)...)
+		allErrs = append(allErrs, oneOf(fldPath, mode, sets.List(volumeAccessModes)...)...)
 	}
 	known := slices.DeleteFunc(slices.Clone(modes), func(m corev1.PersistentVolumeAccessMode) bool { return !volumeAccessModes.Has(m) })
 	exclusive := slices.Contains(known, corev1.ReadWriteOncePod)

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -220,16 +221,16 @@ func TestVolumeEnums(t *testing.T) {
 		errs    field.ErrorList
 		refused bool
 	}{
-		{"reclaim policy Delete", volumeEnumValue(volumeReclaimPolicies, corev1.PersistentVolumeReclaimDelete, field.NewPath("f")), false},
-		{"reclaim policy Recycle", volumeEnumValue(volumeReclaimPolicies, corev1.PersistentVolumeReclaimRecycle, field.NewPath("f")), false},
-		{"reclaim policy Retain", volumeEnumValue(volumeReclaimPolicies, corev1.PersistentVolumeReclaimRetain, field.NewPath("f")), false},
-		{"reclaim policy in lower case", volumeEnumValue(volumeReclaimPolicies, "retain", field.NewPath("f")), true},
-		{"volume mode Block", volumeEnumValue(volumeModes, corev1.PersistentVolumeBlock, field.NewPath("f")), false},
-		{"volume mode Filesystem", volumeEnumValue(volumeModes, corev1.PersistentVolumeFilesystem, field.NewPath("f")), false},
-		{"empty volume mode", volumeEnumValue(volumeModes, "", field.NewPath("f")), true},
-		{"resize pending on the node", volumeEnumValue(claimResizeStatuses, corev1.PersistentVolumeClaimNodeResizePending, field.NewPath("f")), false},
-		{"resize infeasible in the controller", volumeEnumValue(claimResizeStatuses, corev1.PersistentVolumeClaimControllerResizeInfeasible, field.NewPath("f")), false},
-		{"unknown resize status", volumeEnumValue(claimResizeStatuses, "Resizing", field.NewPath("f")), true},
+		{"reclaim policy Delete", oneOf(field.NewPath("f"), corev1.PersistentVolumeReclaimDelete, sets.List(volumeReclaimPolicies)...), false},
+		{"reclaim policy Recycle", oneOf(field.NewPath("f"), corev1.PersistentVolumeReclaimRecycle, sets.List(volumeReclaimPolicies)...), false},
+		{"reclaim policy Retain", oneOf(field.NewPath("f"), corev1.PersistentVolumeReclaimRetain, sets.List(volumeReclaimPolicies)...), false},
+		{"reclaim policy in lower case", oneOf(field.NewPath("f"), "retain", sets.List(volumeReclaimPolicies)...), true},
+		{"volume mode Block", oneOf(field.NewPath("f"), corev1.PersistentVolumeBlock, sets.List(volumeModes)...), false},
+		{"volume mode Filesystem", oneOf(field.NewPath("f"), corev1.PersistentVolumeFilesystem, sets.List(volumeModes)...), false},
+		{"empty volume mode", oneOf(field.NewPath("f"), "", sets.List(volumeModes)...), true},
+		{"resize pending on the node", oneOf(field.NewPath("f"), corev1.PersistentVolumeClaimNodeResizePending, sets.List(claimResizeStatuses)...), false},
+		{"resize infeasible in the controller", oneOf(field.NewPath("f"), corev1.PersistentVolumeClaimControllerResizeInfeasible, sets.List(claimResizeStatuses)...), false},
+		{"unknown resize status", oneOf(field.NewPath("f"), "Resizing", sets.List(claimResizeStatuses)...), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

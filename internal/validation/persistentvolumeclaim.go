@@ -42,7 +42,7 @@ var persistentVolumeClaimSpecRules = []claimSpecRule{
 		if spec.VolumeMode == nil {
 			return nil
 		}
-		return volumeEnumValue(volumeModes, *spec.VolumeMode, fldPath.Child("volumeMode"))
+		return oneOf(fldPath.Child("volumeMode"), *spec.VolumeMode, sets.List(volumeModes)...)
 	},
 	claimDataSources,
 	func(spec *corev1.PersistentVolumeClaimSpec, fldPath *field.Path) field.ErrorList {
@@ -254,7 +254,7 @@ func ValidatePersistentVolumeClaimStatusUpdate(newPVC, oldPVC *corev1.Persistent
 	statusesPath := field.NewPath("status", "allocatedResourceStatuses")
 	for name, resizeStatus := range status.AllocatedResourceStatuses {
 		allErrs = append(allErrs, validateClaimResourceKey(name, statusesPath)...)
-		allErrs = append(allErrs, volumeEnumValue(claimResizeStatuses, resizeStatus, statusesPath.Key(string(name)))...)
+		allErrs = append(allErrs, oneOf(statusesPath.Key(string(name)), resizeStatus, sets.List(claimResizeStatuses)...)...)
 	}
 	allocatedPath := field.NewPath("status", "allocatedResources")
 	for name, amount := range status.AllocatedResources {

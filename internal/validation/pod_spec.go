@@ -169,12 +169,7 @@ func validateEnum[T ~string](value T, supported []T, fldPath *field.Path) field.
 	if value == "" {
 		return field.ErrorList{field.Required(fldPath, "")}
 	}
-	for _, s := range supported {
-		if value == s {
-			return nil
-		}
-	}
-	return field.ErrorList{field.NotSupported(fldPath, value, supported)}
+	return oneOf(fldPath, value, supported...)
 }
 
 // validateHostNetworkPorts: with the host's network the container port is

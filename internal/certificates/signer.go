@@ -1,6 +1,7 @@
 package certificates
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/x509"
@@ -53,18 +54,43 @@ var extKeyUsages = map[certificatesv1.KeyUsage]x509.ExtKeyUsage{
 
 // CA is a signing CA read from a certificate and a key file and read again when they change, so
 // that rotating the CA needs no restart. The files are watched by the library that reloads the
-// server's other certificates, dynamiccertificates, while Run runs. A changed pair that does not
-// load (unreadable, unparsable, or a key that is not the certificate's) is logged and the CA
-// loaded before keeps signing: an operator who replaces the two files one after the other passes
-// through such a pair.
+// server's other certificates, dynamiccertificates, while Run runs. That library rides out files
+// that do not hold a usable pair on the pair it loaded before; a CA does not sign meanwhile:
+// signing with a CA its operator replaced would issue certificates nobody trusts any more. So
+// before each signing it compares the files' size and modification time with those of the pair
+// in use (two stats), and reads them again through the library when they differ.
 type CA struct {
 	certFile, keyFile string
 	files             *dynamiccertificates.DynamicCertKeyPairContent
 	ca                atomic.Pointer[pki.CA]
+	// current holds the stamps of the files the pair in use was read from.
+	current atomic.Pointer[fileStamps]
+}
+
+// fileStamps tell whether the certificate and the key file changed.
+type fileStamps [2]struct {
+	modTime time.Time
+	size    int64
+}
+
+func statFiles(certFile, keyFile string) (fileStamps, error) {
+	var stamps fileStamps
+	for i, f := range []string{certFile, keyFile} {
+		st, err := os.Stat(f)
+		if err != nil {
+			return stamps, fmt.Errorf("reading signing CA: %w", err)
+		}
+		stamps[i].modTime, stamps[i].size = st.ModTime(), st.Size()
+	}
+	return stamps, nil
 }
 
 // LoadCA reads the CA files; Run keeps reading them.
 func LoadCA(certFile, keyFile string) (*CA, error) {
+	stamps, err := statFiles(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
 	files, err := dynamiccertificates.NewDynamicServingContentFromFiles("signing-ca", certFile, keyFile)
 	if err != nil {
 		// The library does not say which file is at fault, or how; reading the pair does.
@@ -77,6 +103,7 @@ func LoadCA(certFile, keyFile string) (*CA, error) {
 	if err := c.load(); err != nil {
 		return nil, err
 	}
+	c.current.Store(&stamps)
 	files.AddListener(reloader{c})
 	return c, nil
 }
@@ -105,6 +132,10 @@ func parseCA(certFile, keyFile string, certPEM, keyPEM []byte) (*pki.CA, error) 
 // certificate's; parsing it here as well keeps to the one parser every CA in idplane goes through.
 func (c *CA) load() error {
 	certPEM, keyPEM := c.files.CurrentCertKeyContent()
+	if loaded := c.ca.Load(); loaded != nil && bytes.Equal(loaded.CertPEM, certPEM) {
+		// A key belongs to one certificate: the same certificate is the same pair.
+		return nil
+	}
 	ca, err := parseCA(c.certFile, c.keyFile, certPEM, keyPEM)
 	if err != nil {
 		return err
@@ -120,7 +151,7 @@ type reloader struct{ c *CA }
 
 func (r reloader) Enqueue() {
 	if err := r.c.load(); err != nil {
-		klog.ErrorS(err, "Keeping the previous signing CA")
+		klog.ErrorS(err, "Signing CA files changed to a pair that does not load; signing is refused until they hold one")
 	}
 }
 
@@ -129,9 +160,30 @@ func (c *CA) Run(ctx context.Context) {
 	c.files.Run(ctx, 1)
 }
 
-// CertPEM is the CA's certificate as currently loaded.
+// CertPEM is the CA's certificate as last loaded.
 func (c *CA) CertPEM() []byte {
 	return c.ca.Load().CertPEM
+}
+
+// signingCA returns the CA to sign with: the pair in use while the files have not changed since
+// it was read, else the pair they hold now, or an error while they hold none.
+func (c *CA) signingCA() (*pki.CA, error) {
+	stamps, err := statFiles(c.certFile, c.keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if cur := c.current.Load(); cur != nil && *cur == stamps {
+		return c.ca.Load(), nil
+	}
+	// Stamped before the read: a change during it shows at the next signing.
+	if err := c.files.RunOnce(context.Background()); err != nil {
+		return nil, fmt.Errorf("loading signing CA from %s and %s: %w", c.certFile, c.keyFile, err)
+	}
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	c.current.Store(&stamps)
+	return c.ca.Load(), nil
 }
 
 // SignParams is one signing: the request its policy allowed, the lifetime asked for (nil: the
@@ -147,7 +199,10 @@ type SignParams struct {
 // for, never a CA, valid from a little before now for the shorter of the asked and the maximum
 // lifetimes, and never beyond the CA's own expiry.
 func (c *CA) Sign(p SignParams) ([]byte, error) {
-	ca := c.ca.Load()
+	ca, err := c.signingCA()
+	if err != nil {
+		return nil, err
+	}
 	lifetime := p.MaxDuration
 	if p.ExpirationSeconds != nil {
 		lifetime = min(lifetime, time.Duration(*p.ExpirationSeconds)*time.Second)

@@ -50,11 +50,17 @@ func replace(t *testing.T, path string, data []byte, rename bool) {
 	}
 }
 
+// signParams is the signing of a kubelet serving request.
+func signParams(t *testing.T) SignParams {
+	t.Helper()
+	req := &Request{CSR: makeRequest(t, reqOpts{cn: "system:node:n1", dns: []string{"n1.example.com"}}), Usages: usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth)}
+	return SignParams{Request: req, MaxDuration: time.Hour, Now: time.Now()}
+}
+
 // issuer signs a kubelet serving request with ca and returns the certificate's issuer.
 func issuer(t *testing.T, ca *CA) string {
 	t.Helper()
-	req := &Request{CSR: makeRequest(t, reqOpts{cn: "system:node:n1", dns: []string{"n1.example.com"}}), Usages: usages(certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth)}
-	certPEM, err := ca.Sign(SignParams{Request: req, MaxDuration: time.Hour, Now: time.Now()})
+	certPEM, err := ca.Sign(signParams(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +111,12 @@ func TestCAReload(t *testing.T) {
 	}
 }
 
-// TestCAKeepsLoadedPair: files that no longer hold a usable pair are refused, by the library
-// (whose watch logs the refusal and tries again) or by idplane's own parser after it (which logs
-// it), and the CA loaded before keeps signing; a good pair after them is taken. RunOnce is one
-// pass of the watch.
-func TestCAKeepsLoadedPair(t *testing.T) {
+// TestCARefusesReplacedPair: files that no longer hold a usable pair are refused, by the library
+// (whose watch logs the refusal and tries again) or by idplane's own parser after it, and
+// nothing is signed until they hold one: not with the pair loaded before, which the operator
+// replaced. The published CA stays the one last loaded. A good pair after them signs. RunOnce
+// is one pass of the watch.
+func TestCARefusesReplacedPair(t *testing.T) {
 	other := newCAFiles(t, "other")
 	cases := []struct {
 		name   string
@@ -145,19 +152,37 @@ func TestCAKeepsLoadedPair(t *testing.T) {
 			if string(ca.CertPEM()) != string(f.certPEM) {
 				t.Error("the published CA changed")
 			}
-			if got := issuer(t, ca); got != "ca1" {
-				t.Errorf("issued by %q, want the loaded ca1", got)
+			for range 2 {
+				if cert, err := ca.Sign(signParams(t)); err == nil {
+					t.Fatalf("signed with files that hold no usable pair: %s", cert)
+				}
 			}
 
 			replace(t, f.certFile, other.certPEM, true)
 			replace(t, f.keyFile, other.keyPEM, true)
-			if err := ca.files.RunOnce(context.Background()); err != nil {
-				t.Fatalf("a good pair after the bad one: %v", err)
-			}
 			if got := issuer(t, ca); got != "other" {
 				t.Errorf("issued by %q after a good pair, want other", got)
 			}
 		})
+	}
+}
+
+// TestCASignsWithoutRereading: while the files do not change, signing reads neither them nor
+// the library's content again.
+func TestCASignsWithoutRereading(t *testing.T) {
+	f := newCAFiles(t, "ca1")
+	ca, err := LoadCA(f.certFile, f.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := ca.ca.Load()
+	for range 3 {
+		if got := issuer(t, ca); got != "ca1" {
+			t.Fatalf("issued by %q, want ca1", got)
+		}
+	}
+	if ca.ca.Load() != loaded {
+		t.Error("signing replaced the loaded CA though the files did not change")
 	}
 }
 
@@ -178,8 +203,8 @@ func TestLoadCAErrors(t *testing.T) {
 		want              string
 		wantErr           error
 	}{
-		{"no certificate file", filepath.Join(dir, "missing.crt"), good.keyFile, "reading signing CA certificate", os.ErrNotExist},
-		{"no key file", good.certFile, filepath.Join(dir, "missing.key"), "reading signing CA key", os.ErrNotExist},
+		{"no certificate file", filepath.Join(dir, "missing.crt"), good.keyFile, "reading signing CA: stat", os.ErrNotExist},
+		{"no key file", good.certFile, filepath.Join(dir, "missing.key"), "reading signing CA: stat", os.ErrNotExist},
 		{"key of another CA", good.certFile, other.keyFile, "CA certificate and key do not match", nil},
 		{"certificate not PEM", write("garbled.crt", []byte("garbled")), good.keyFile, "parsing CA certificate", nil},
 		{"key not PEM", good.certFile, write("garbled.key", []byte("garbled")), "parsing CA key", nil},

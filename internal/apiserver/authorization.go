@@ -9,6 +9,7 @@ import (
 	"github.com/idplane/idplane/internal/authz"
 	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/authz/rbac"
+	"github.com/idplane/idplane/internal/storage/etcdprogress"
 )
 
 // authorizers are what the authorization step built besides the server's authorizer chain.
@@ -38,8 +39,12 @@ func (a *assembly) authorization(closers *closerStack) (authorizers, error) {
 			return authorizers{}, err
 		}
 		closers.push(func() { etcdClient.Close() })
+		prefixes, err := graphKeyPrefixes(a.cfg.RESTOptionsGetter)
+		if err != nil {
+			return authorizers{}, err
+		}
 		factory := a.loopback.informers
-		built.node, built.nodeGraph, err = nodeAuthorizer(etcdClient, a.cfg,
+		built.node, built.nodeGraph, err = nodeAuthorizer(etcdprogress.NewReader(etcdClient, prefixes),
 			factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments())
 		if err != nil {
 			return authorizers{}, err

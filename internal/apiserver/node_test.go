@@ -20,13 +20,13 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/idplane/idplane/internal/authz/node/nodetest"
+	"github.com/idplane/idplane/internal/storage/etcdprogress"
 )
 
 func nodeClient(t *testing.T, s *rbacServer, name string) kubernetes.Interface {
@@ -192,7 +192,11 @@ func TestNodeReadAfterBindWaitsForTheGraph(t *testing.T) {
 	store := &announcingKV{KV: etcdClient, read: make(chan struct{}, 100)}
 	factory := informers.NewSharedInformerFactory(s.client, 0)
 	gate := &nodetest.Gate{}
-	a, populator, err := nodeAuthorizer(store, &genericapiserver.Config{RESTOptionsGetter: prefixStorage(storagePrefix)},
+	prefixes, err := graphKeyPrefixes(prefixStorage(storagePrefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, populator, err := nodeAuthorizer(etcdprogress.NewReader(store, prefixes),
 		gate.Pods(factory.Core().V1().Pods()), gate.PersistentVolumes(factory.Core().V1().PersistentVolumes()),
 		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()))
 	if err != nil {

@@ -1,14 +1,11 @@
 package apiserver
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"path"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -18,13 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 
 	"github.com/idplane/idplane/internal/authz/node"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
-	"github.com/idplane/idplane/internal/storage/etcdprogress"
 )
 
 // staleGraphWait bounds how long a node request that would be refused waits for the graph to
@@ -32,11 +27,8 @@ import (
 const staleGraphWait = 250 * time.Millisecond
 
 // nodeAuthorizer builds the Node authorizer: the graph, its populator on the given informers,
-// and the freshness wait, which reads the store's progress through etcd under the key prefixes
-// the storage configuration gives the graph's resources. The authorizer is built before the
-// storage is configured, so cfg's storage is read on the first freshness wait, once the server
-// serves.
-func nodeAuthorizer(etcd clientv3.KV, cfg *genericapiserver.Config, pods coreinformers.PodInformer,
+// and the freshness wait, which reads the store's progress from store.
+func nodeAuthorizer(store node.RevisionSource, pods coreinformers.PodInformer,
 	pvs coreinformers.PersistentVolumeInformer, attachments storageinformers.VolumeAttachmentInformer) (*node.Authorizer, *node.Populator, error) {
 	node.RegisterMetrics()
 	graph := node.NewGraph()
@@ -44,36 +36,9 @@ func nodeAuthorizer(etcd clientv3.KV, cfg *genericapiserver.Config, pods coreinf
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the node graph populator: %w", err)
 	}
-	fresh := node.NewFreshness(&storeRevisions{etcd: etcd, cfg: cfg}, populator, staleGraphWait)
+	fresh := node.NewFreshness(store, populator, staleGraphWait)
 	// Options.Validate refuses mode Node without NodeRestriction, so the plugin judges node writes.
 	return node.NewAuthorizer(graph, fresh, bootstrap.NodeRules(), node.WithNodeRestriction()), populator, nil
-}
-
-// storeRevisions reads the store's progress under the graph's key prefixes, which it learns
-// from the storage configuration on its first read.
-type storeRevisions struct {
-	etcd clientv3.KV
-	cfg  *genericapiserver.Config
-
-	once   sync.Once
-	reader *etcdprogress.Reader
-	err    error
-}
-
-func (s *storeRevisions) LatestRevisions(ctx context.Context, exact []string) (int64, map[string]int64, error) {
-	s.once.Do(func() {
-		if s.cfg.RESTOptionsGetter == nil {
-			s.err = errors.New("the storage is not configured")
-			return
-		}
-		var prefixes map[string]string
-		prefixes, s.err = graphKeyPrefixes(s.cfg.RESTOptionsGetter)
-		s.reader = etcdprogress.NewReader(s.etcd, prefixes)
-	})
-	if s.err != nil {
-		return 0, nil, s.err
-	}
-	return s.reader.LatestRevisions(ctx, exact)
 }
 
 // graphKeyPrefixes returns the etcd key prefix of each resource the graph is built from, as

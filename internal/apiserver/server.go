@@ -149,11 +149,12 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 	if err != nil {
 		return nil, err
 	}
-	authz, err := a.authorization(closers)
-	if err != nil {
+	// Storage first: the Node authorizer's freshness wait reads the store under its prefixes.
+	if err := a.storage(); err != nil {
 		return nil, err
 	}
-	if err := a.storage(); err != nil {
+	authz, err := a.authorization(closers)
+	if err != nil {
 		return nil, err
 	}
 	dynamicInformers, err := a.admission()

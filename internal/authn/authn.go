@@ -35,6 +35,8 @@ type Config struct {
 	Anonymous bool
 	// AnonymousPaths, when Anonymous is set, limits anonymous access to these paths.
 	AnonymousPaths []string
+	// AnonymousGets are paths anonymous requests may GET whatever Anonymous says (cluster-info).
+	AnonymousGets []string
 }
 
 // New returns the request authenticator. Every authenticated user also gets the group
@@ -74,6 +76,10 @@ func New(c Config) (authenticator.Request, error) {
 			conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 		}
 		auth = union.NewFailOnError(auth, anonymous.NewAuthenticator(conditions))
+	}
+	if len(c.AnonymousGets) > 0 {
+		// After every other: credentials, and anonymous access the configuration gives, come first.
+		auth = union.NewFailOnError(auth, newAnonymousGets(c.AnonymousGets))
 	}
 	return auth, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/idplane/idplane/internal/authn"
 	"github.com/idplane/idplane/internal/authn/bootstraptoken"
+	"github.com/idplane/idplane/internal/clusterinfo"
 )
 
 // authentication puts the request authenticator together: client certificates of the serving
@@ -31,6 +32,10 @@ func (a *assembly) authentication() (tokenParts, error) {
 		if anonymous != nil {
 			config.Anonymous, config.AnonymousPaths = anonymous.Enabled, anonymous.Paths
 		}
+	}
+	if a.o.ClusterInfo.Anonymous {
+		// Merged with, not replacing, the anonymous access configured above.
+		config.AnonymousGets = []string{clusterinfo.Path}
 	}
 	a.cfg.Authentication.APIAudiences = a.in.tokens.audiences
 	a.cfg.Authentication.Authenticator, err = authn.New(config)

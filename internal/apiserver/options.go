@@ -71,6 +71,8 @@ type Options struct {
 
 	Encryption EncryptionOptions
 	Audit      AuditOptions
+	// ClusterInfo shapes kube-public/cluster-info, what token-joining nodes read first.
+	ClusterInfo ClusterInfoOptions
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
@@ -159,6 +161,9 @@ func NewOptions() *Options {
 		},
 		Shutdown: ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
 		Audit:    NewAuditOptions(),
+
+		// Nodes joining with a token read cluster-info before they hold any credential.
+		ClusterInfo: ClusterInfoOptions{Anonymous: true},
 	}
 }
 
@@ -204,6 +209,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Shutdown.SendRetryAfter, "shutdown-send-retry-after", o.Shutdown.SendRetryAfter, "On SIGTERM, keep listening until in-flight requests drained and answer new requests 429 with Retry-After instead of refusing connections.")
 	o.Encryption.AddFlags(fs)
 	o.Audit.AddFlags(fs)
+	o.ClusterInfo.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -273,5 +279,6 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
+	errs = append(errs, o.ClusterInfo.Validate()...)
 	return errors.Join(errs...)
 }

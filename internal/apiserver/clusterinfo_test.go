@@ -47,11 +47,29 @@ func clusterCAPin(t *testing.T, ts *testServer) string {
 	return pubkeypin.Hash(ca)
 }
 
+// signedBy waits until cluster-info verifies with tok and returns what it names.
+func signedBy(t *testing.T, ts *testServer, what string, tok jointoken.Token, check func(*corev1.ConfigMap, clusterinfo.Cluster) error) {
+	t.Helper()
+	eventually(t, what, func() error {
+		cm, err := getClusterInfo(ts.client)
+		if err != nil {
+			return err
+		}
+		c, err := clusterinfo.Verify(cm, tok.ID, tok.Secret)
+		if err != nil {
+			return err
+		}
+		return check(cm, c)
+	})
+}
+
 // TestClusterInfoSigning: the server publishes cluster-info with its URL and CA and signs it with
-// each bootstrap token that may sign, not with one that may not, and drops a deleted token's
-// signature.
+// each bootstrap token that may sign, not with one that may not; drops a deleted token's
+// signature; updates the kubeconfig it published when its address changes; and re-signs, without
+// undoing it, a kubeconfig an administrator wrote (as upstream's bootstrap signer e2e test does).
 func TestClusterInfoSigning(t *testing.T) {
-	ts := startTestServer(t, t.TempDir(), nil)
+	dir := t.TempDir()
+	ts := startTestServer(t, dir, nil)
 	ctx := context.Background()
 	notSigning := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-nosign", Namespace: metav1.NamespaceSystem},
@@ -63,39 +81,15 @@ func TestClusterInfoSigning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cm *corev1.ConfigMap
-	eventually(t, "cluster-info signed with the new token", func() error {
-		if cm, err = getClusterInfo(ts.client); err != nil {
-			return err
+	signedBy(t, ts, "cluster-info signed with the new token", tok, func(cm *corev1.ConfigMap, c clusterinfo.Cluster) error {
+		if c.Server != ts.URL || string(c.CAPEM) != string(ts.config.CAData) {
+			t.Fatalf("cluster-info names %s and CA %q, want %s and the cluster CA", c.Server, c.CAPEM, ts.URL)
 		}
-		_, err := clusterinfo.Verify(cm, tok.ID, tok.Secret)
-		return err
-	})
-	cluster, _ := clusterinfo.Verify(cm, tok.ID, tok.Secret)
-	if cluster.Server != ts.URL || string(cluster.CAPEM) != string(ts.config.CAData) {
-		t.Errorf("cluster-info names %s and CA %q, want %s and the cluster CA", cluster.Server, cluster.CAPEM, ts.URL)
-	}
-	// The signer saw the earlier secret in the same pass: no signature for it.
-	if _, ok := cm.Data[clusterinfo.SignatureKey("nosign")]; ok {
-		t.Error("cluster-info is signed with a token whose usage-bootstrap-signing is not true")
-	}
-
-	// An administrator's edit of the kubeconfig is undone and the signature follows.
-	edited := cm.DeepCopy()
-	edited.Data[bootstrapapi.KubeConfigKey] = strings.Replace(edited.Data[bootstrapapi.KubeConfigKey], ts.URL, "https://198.51.100.1:6443", 1)
-	if _, err := ts.client.CoreV1().ConfigMaps(clusterinfo.Namespace).Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "cluster-info restored and signed", func() error {
-		cm, err := getClusterInfo(ts.client)
-		if err != nil {
-			return err
+		// The signer saw the earlier secret in the same pass: no signature for it.
+		if _, ok := cm.Data[clusterinfo.SignatureKey("nosign")]; ok {
+			t.Fatal("cluster-info is signed with a token whose usage-bootstrap-signing is not true")
 		}
-		c, err := clusterinfo.Verify(cm, tok.ID, tok.Secret)
-		if err == nil && c.Server != ts.URL {
-			return fmt.Errorf("server %s", c.Server)
-		}
-		return err
+		return nil
 	})
 
 	if err := ts.client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, "bootstrap-token-"+tok.ID, metav1.DeleteOptions{}); err != nil {
@@ -108,6 +102,37 @@ func TestClusterInfoSigning(t *testing.T) {
 		}
 		if _, ok := cm.Data[clusterinfo.SignatureKey(tok.ID)]; ok {
 			return errors.New("still signed")
+		}
+		return nil
+	})
+
+	// Restarted with another address to publish, the server updates its own kubeconfig.
+	tok, err = jointoken.Create(ctx, ts.client, clock.RealClock{}, time.Hour, jointoken.Binding{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.stop()
+	ts = startTestServer(t, dir, func(o *Options) { o.ClusterInfo.Server = "https://203.0.113.7:6443" })
+	signedBy(t, ts, "cluster-info naming the new address", tok, func(_ *corev1.ConfigMap, c clusterinfo.Cluster) error {
+		if c.Server != "https://203.0.113.7:6443" {
+			return fmt.Errorf("names %s", c.Server)
+		}
+		return nil
+	})
+
+	// An administrator's kubeconfig is re-signed and kept.
+	cm, err := getClusterInfo(ts.client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(cm.Data[bootstrapapi.KubeConfigKey], "https://203.0.113.7:6443", "https://lb.example:443", 1)
+	cm.Data[bootstrapapi.KubeConfigKey] = edited
+	if _, err := ts.client.CoreV1().ConfigMaps(clusterinfo.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	signedBy(t, ts, "the edited kubeconfig signed", tok, func(cm *corev1.ConfigMap, c clusterinfo.Cluster) error {
+		if c.Server != "https://lb.example:443" || cm.Data[bootstrapapi.KubeConfigKey] != edited {
+			return fmt.Errorf("names %s", c.Server)
 		}
 		return nil
 	})

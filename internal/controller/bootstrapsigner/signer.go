@@ -1,12 +1,16 @@
 // Package bootstrapsigner keeps kube-public/cluster-info signed: one detached JWS of its
 // kubeconfig (jws-kubeconfig-<token-id>) per bootstrap token whose usage-bootstrap-signing is
 // "true" and that has not expired, re-signed when the kubeconfig changes and removed when the
-// token goes. It can also publish the kubeconfig itself, creating the ConfigMap and restoring it
-// when it changes, so that the server, not an installer, decides what joining nodes are told.
+// token goes. It can also publish the kubeconfig itself, so that the server, not an installer,
+// tells joining nodes where it is: it creates the ConfigMap when it is missing and updates a
+// kubeconfig it wrote itself when the server's address or CA changed, but leaves alone one that
+// someone else wrote (an administrator naming a load balancer, kubeadm), as upstream does.
 package bootstrapsigner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"strings"
@@ -35,11 +39,16 @@ import (
 // key is the queue's only item: every change leads to one look at the one ConfigMap.
 const key = clusterinfo.Namespace + "/" + clusterinfo.Name
 
+// PublishedAnnotation holds the SHA-256 (hex) of the kubeconfig the signer last published: a
+// kubeconfig with another hash was written by someone else, and is theirs.
+const PublishedAnnotation = "idplane.io/published-kubeconfig-sha256"
+
 // Config says what the signer publishes and how it tells the time.
 type Config struct {
 	// Kubeconfig, when set, is published as cluster-info's kubeconfig: the signer creates the
-	// ConfigMap and puts it back when it is changed. Empty, the signer signs whatever
-	// kubeconfig the ConfigMap holds and creates nothing, as kube-controller-manager's.
+	// ConfigMap, writes it where the kubeconfig is missing or is one the signer wrote before, and
+	// signs whatever kubeconfig is there. Empty, the signer signs whatever kubeconfig the
+	// ConfigMap holds and creates nothing, as kube-controller-manager's.
 	Kubeconfig []byte
 	// Clock decides expiry and schedules the look at a token's expiration.
 	Clock clock.WithTicker
@@ -176,7 +185,8 @@ func (s *Signer) sync(ctx context.Context, _ string) error {
 	if err != nil {
 		return err
 	}
-	want, err := s.desired(cm.Data, tokens)
+	annotations, write := s.publish(cm)
+	want, err := s.desired(cm.Data, write, tokens)
 	if err != nil {
 		return err
 	}
@@ -190,11 +200,11 @@ func (s *Signer) sync(ctx context.Context, _ string) error {
 	if next > 0 {
 		s.queue.AddAfter(key, next)
 	}
-	if exists && maps.Equal(cm.Data, want) {
+	if exists && maps.Equal(cm.Data, want) && maps.Equal(cm.Annotations, annotations) {
 		return nil
 	}
 	cm = cm.DeepCopy()
-	cm.Data = want
+	cm.Data, cm.Annotations = want, annotations
 	if !exists {
 		_, err = s.client.CoreV1().ConfigMaps(clusterinfo.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -214,16 +224,40 @@ func (s *Signer) sync(ctx context.Context, _ string) error {
 	return nil
 }
 
-// desired is data with the published kubeconfig (when the signer publishes one) and exactly the
+// publish tells whether the signer is to write its kubeconfig (the ConfigMap has none, or has
+// the one the signer published last) and returns cm's annotations, with PublishedAnnotation set
+// when it is.
+func (s *Signer) publish(cm *corev1.ConfigMap) (map[string]string, bool) {
+	if s.kubeconfig == "" {
+		return cm.Annotations, false
+	}
+	current, ok := cm.Data[bootstrapapi.KubeConfigKey]
+	if ok && current != s.kubeconfig && sha256Hex(current) != cm.Annotations[PublishedAnnotation] {
+		return cm.Annotations, false
+	}
+	out := maps.Clone(cm.Annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[PublishedAnnotation] = sha256Hex(s.kubeconfig)
+	return out, true
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// desired is data with the signer's kubeconfig when it is to write it, and exactly the
 // signatures of tokens; other keys stay as they are.
-func (s *Signer) desired(data map[string]string, tokens []signingToken) (map[string]string, error) {
+func (s *Signer) desired(data map[string]string, writeKubeconfig bool, tokens []signingToken) (map[string]string, error) {
 	out := map[string]string{}
 	for k, v := range data {
 		if !strings.HasPrefix(k, bootstrapapi.JWSSignatureKeyPrefix) {
 			out[k] = v
 		}
 	}
-	if s.kubeconfig != "" {
+	if writeKubeconfig {
 		out[bootstrapapi.KubeConfigKey] = s.kubeconfig
 	}
 	content, ok := out[bootstrapapi.KubeConfigKey]

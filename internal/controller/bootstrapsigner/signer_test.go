@@ -71,6 +71,12 @@ func clusterInfo(data map[string]string) *corev1.ConfigMap {
 	}
 }
 
+// published marks cm as holding the kubeconfig the signer published.
+func published(cm *corev1.ConfigMap, kubeconfig string) *corev1.ConfigMap {
+	cm.Annotations = map[string]string{PublishedAnnotation: sha256Hex(kubeconfig)}
+	return cm
+}
+
 // newSigner returns a signer whose informer caches hold objs (not started: tests call sync).
 func newSigner(t *testing.T, clk *testclock.FakeClock, publish string, objs ...runtime.Object) (*Signer, *fake.Clientset) {
 	t.Helper()
@@ -184,12 +190,32 @@ func TestSync(t *testing.T) {
 		{"publishes without tokens",
 			kubeconfigA, func(t *testing.T) []runtime.Object { return nil },
 			func(t *testing.T) map[string]string { return map[string]string{"kubeconfig": kubeconfigA} }},
-		{"restores an edited kubeconfig and signs the published one",
+		{"leaves a kubeconfig someone else wrote, and signs it",
 			kubeconfigA, func(t *testing.T) []runtime.Object {
-				return []runtime.Object{clusterInfo(map[string]string{"kubeconfig": kubeconfigB, "jws-kubeconfig-abcdef": sig(t, kubeconfigB, "abcdef")}), token("abcdef")}
+				return []runtime.Object{clusterInfo(map[string]string{"kubeconfig": kubeconfigB, "jws-kubeconfig-abcdef": sig(t, kubeconfigA, "abcdef")}), token("abcdef")}
+			}, func(t *testing.T) map[string]string {
+				return map[string]string{"kubeconfig": kubeconfigB, "jws-kubeconfig-abcdef": sig(t, kubeconfigB, "abcdef")}
+			}},
+		{"leaves a kubeconfig edited after it published its own",
+			kubeconfigA, func(t *testing.T) []runtime.Object {
+				return []runtime.Object{published(clusterInfo(map[string]string{"kubeconfig": kubeconfigB, "jws-kubeconfig-abcdef": sig(t, kubeconfigB, "abcdef")}), kubeconfigA), token("abcdef")}
+			}, nil},
+		{"updates the kubeconfig it published before",
+			kubeconfigA, func(t *testing.T) []runtime.Object {
+				return []runtime.Object{published(clusterInfo(map[string]string{"kubeconfig": kubeconfigB, "jws-kubeconfig-abcdef": sig(t, kubeconfigB, "abcdef")}), kubeconfigB), token("abcdef")}
 			}, func(t *testing.T) map[string]string {
 				return map[string]string{"kubeconfig": kubeconfigA, "jws-kubeconfig-abcdef": sig(t, kubeconfigA, "abcdef")}
 			}},
+		{"publishes where the kubeconfig was removed",
+			kubeconfigA, func(t *testing.T) []runtime.Object {
+				return []runtime.Object{clusterInfo(map[string]string{"other": "x"}), token("abcdef")}
+			}, func(t *testing.T) map[string]string {
+				return map[string]string{"other": "x", "kubeconfig": kubeconfigA, "jws-kubeconfig-abcdef": sig(t, kubeconfigA, "abcdef")}
+			}},
+		{"published and signed: no write",
+			kubeconfigA, func(t *testing.T) []runtime.Object {
+				return []runtime.Object{published(clusterInfo(map[string]string{"kubeconfig": kubeconfigA, "jws-kubeconfig-abcdef": sig(t, kubeconfigA, "abcdef")}), kubeconfigA), token("abcdef")}
+			}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,6 +303,22 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("the signature's removal", func(d map[string]string) bool { _, ok := d["jws-kubeconfig-abcdef"]; return !ok })
+	// An administrator's kubeconfig is theirs: signed, not replaced.
+	if _, err := client.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, token("ghijkl"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the second token's signature", func(d map[string]string) bool { return d["jws-kubeconfig-ghijkl"] == sig(t, kubeconfigA, "ghijkl") })
+	cm, err := client.CoreV1().ConfigMaps(clusterinfo.Namespace).Get(ctx, clusterinfo.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["kubeconfig"] = kubeconfigB
+	if _, err := client.CoreV1().ConfigMaps(clusterinfo.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the edited kubeconfig signed", func(d map[string]string) bool {
+		return d["kubeconfig"] == kubeconfigB && d["jws-kubeconfig-ghijkl"] == sig(t, kubeconfigB, "ghijkl")
+	})
 	if err := client.CoreV1().ConfigMaps(clusterinfo.Namespace).Delete(ctx, clusterinfo.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

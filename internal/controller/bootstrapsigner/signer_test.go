@@ -172,10 +172,21 @@ func TestSync(t *testing.T) {
 					token("cccccc", func(s *corev1.Secret) { s.Name = "bootstrap-token-dddddd" }),
 					token("eeeeee", func(s *corev1.Secret) { s.Namespace = "default" }),
 					token("ffffff", func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }),
-					token("gggggg", func(s *corev1.Secret) { s.Data[bootstrapapi.BootstrapTokenSecretKey] = []byte("short") }),
+					token("gggggg", func(s *corev1.Secret) { delete(s.Data, bootstrapapi.BootstrapTokenIDKey) }),
 					token("hhhhhh", func(s *corev1.Secret) { delete(s.Data, bootstrapapi.BootstrapTokenSecretKey) }),
 				}
 			}, nil},
+		{"a secret of another form signs, as upstream's e2e tokens",
+			"", func(t *testing.T) []runtime.Object {
+				return []runtime.Object{clusterInfo(map[string]string{"kubeconfig": kubeconfigA}),
+					token("a1b2c3", func(s *corev1.Secret) { s.Data[bootstrapapi.BootstrapTokenSecretKey] = []byte("tokenSecret") })}
+			}, func(t *testing.T) map[string]string {
+				s, err := jws.ComputeDetachedSignature(kubeconfigA, "a1b2c3", "tokenSecret")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return map[string]string{"kubeconfig": kubeconfigA, "jws-kubeconfig-a1b2c3": s}
+			}},
 		{"no cluster-info and nothing to publish: nothing written",
 			"", func(t *testing.T) []runtime.Object { return []runtime.Object{token("abcdef")} }, nil},
 		{"no kubeconfig: nothing signed",

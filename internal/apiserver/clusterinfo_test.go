@@ -291,12 +291,28 @@ func TestJoinByTokenAndHash(t *testing.T) {
 		t.Errorf("discovery with a wrong hash: %v, want refused", err)
 	}
 	join := discovery.Config{Server: ts.URL, Token: tok.String(), CACertHashes: []string{clusterCAPin(t, ts)}, Timeout: 20 * time.Second}
+	root := filepath.Join(t.TempDir(), "agent")
 	id := startIdentity(t, credentials.Config{
-		RootDir: filepath.Join(t.TempDir(), "agent"), NodeName: "node-j",
+		RootDir: root, NodeName: "node-j",
 		Discover: func(ctx context.Context) (*rest.Config, error) { return discovery.Discover(ctx, join) },
 		Clock:    clocktesting.NewFakeClock(time.Now()),
 	})
 	if u := whoami(t, id.RESTConfig()); !isNode(u, "node-j") {
 		t.Errorf("the joined node authenticates as %+v", u)
+	}
+	id.Stop()
+
+	// Restarted with its certificate still good, the node does not discover again: the token
+	// may be gone by then.
+	id = startIdentity(t, credentials.Config{
+		RootDir: root, NodeName: "node-j",
+		Discover: func(context.Context) (*rest.Config, error) {
+			t.Error("discovery ran at a restart with a valid certificate")
+			return nil, errors.New("unexpected discovery")
+		},
+		Clock: clocktesting.NewFakeClock(time.Now()),
+	})
+	if u := whoami(t, id.RESTConfig()); !isNode(u, "node-j") {
+		t.Errorf("the restarted node authenticates as %+v", u)
 	}
 }

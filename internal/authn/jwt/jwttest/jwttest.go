@@ -1,0 +1,77 @@
+// Package jwttest runs a service-account token issuer for tests of JWT authentication: an
+// idplane issuer (the real signing and discovery code) whose documents are served over TLS, as
+// another cluster's would be, and whose clock the test sets.
+package jwttest
+
+import (
+	"crypto"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/idplane/idplane/internal/serviceaccount"
+)
+
+// Issuer is a running issuer. Clock is the issuer's: tokens are issued at its time.
+type Issuer struct {
+	URL   string
+	CAPEM string
+	Clock *clocktesting.FakePassiveClock
+
+	issuer *serviceaccount.Issuer
+	server *httptest.Server
+}
+
+// Start serves an issuer signing with key at https://127.0.0.1:port until the test ends.
+func Start(t testing.TB, key crypto.Signer) *Issuer {
+	t.Helper()
+	keys, err := serviceaccount.NewKeys(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewUnstartedServer(mux)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	discovery, err := serviceaccount.NewDiscovery(srv.URL, srv.URL+"/openid/v1/jwks", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/.well-known/openid-configuration", discovery.ConfigurationHandler())
+	mux.Handle("/openid/v1/jwks", discovery.JWKSHandler())
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	issuer, err := serviceaccount.NewIssuer(srv.URL, keys, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return &Issuer{URL: srv.URL, CAPEM: string(ca), Clock: clock, issuer: issuer, server: srv}
+}
+
+// Stop stops serving discovery and keys; tokens already verified stay verifiable with the keys
+// a relying party has cached.
+func (i *Issuer) Stop() { i.server.Close() }
+
+// PodToken issues a token of service account namespace/name bound to pod podName, for audience,
+// valid for lifetime from the issuer's clock.
+func (i *Issuer) PodToken(t testing.TB, namespace, name, podName, audience string, lifetime time.Duration) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-sa-" + name)}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: podName, UID: types.UID("uid-pod-" + podName)}}
+	tok, err := i.issuer.Issue(serviceaccount.TokenRequest{
+		Binding:   serviceaccount.Binding{ServiceAccount: sa, Pod: pod},
+		Audiences: []string{audience},
+		Lifetime:  lifetime,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.Raw
+}

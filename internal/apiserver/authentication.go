@@ -62,7 +62,7 @@ func (a *assembly) authenticationConfigFile(config *authn.Config, closers *close
 	config.JWT = jwts
 	reloader := authn.NewReloader(a.o.AuthenticationConfigFile, file, compiler, own, a.cfg.APIServerID, jwts)
 	return a.cfg.AddPostStartHook("authentication-config-reload", func(ctx genericapiserver.PostStartHookContext) error {
-		go reloader.Run(ctx)
+		reloader.Start(ctx)
 		return nil
 	})
 }

@@ -53,22 +53,30 @@ func NewReloader(path string, initial *FileConfig, compiler authenticationcel.Co
 	}
 }
 
-// Run watches the file's directory, which also sees editors that replace the file and the
+// Start watches the file's directory, which also sees editors that replace the file and the
 // symlink swaps of a mounted ConfigMap, and reads the file on every change and once a minute,
-// until ctx ends.
-func (r *Reloader) Run(ctx context.Context) {
+// until ctx ends. The watch is in place when Start returns.
+func (r *Reloader) Start(ctx context.Context) {
 	events := make(chan struct{}, 1)
 	watcher, err := fsnotify.NewWatcher()
 	if err == nil {
-		err = watcher.Add(filepath.Dir(r.path))
+		if err = watcher.Add(filepath.Dir(r.path)); err != nil {
+			watcher.Close()
+		}
 	}
 	if err != nil {
 		// Polling alone still picks the change up, a minute later at most.
 		klog.ErrorS(err, "Watching the authentication configuration file; falling back to polling", "path", r.path)
 	} else {
-		defer watcher.Close()
-		go forward(ctx, watcher, events)
+		go func() {
+			defer watcher.Close()
+			forward(ctx, watcher, events)
+		}()
 	}
+	go r.run(ctx, events)
+}
+
+func (r *Reloader) run(ctx context.Context, events <-chan struct{}) {
 	tick := time.NewTicker(reloadPollInterval)
 	defer tick.Stop()
 	for {
@@ -78,7 +86,8 @@ func (r *Reloader) Run(ctx context.Context) {
 		case <-events:
 		case <-tick.C:
 		}
-		r.Reload(ctx)
+		// Refusals are logged and counted inside.
+		_, _ = r.Reload(ctx)
 	}
 }
 

@@ -206,7 +206,9 @@ spec:
 	})
 
 	t.Run("reload", func(t *testing.T) {
-		failures := func() string { return metricLines(t, b, "apiserver_authentication_config_controller_automatic_reloads_total", `status="failure"`) }
+		failures := func() string {
+			return metricLines(t, b, "apiserver_authentication_config_controller_automatic_reloads_total", `status="failure"`)
+		}
 		// A file that does not validate is refused and counted; B keeps serving the old one.
 		writeConfig(federationConfig(a.URL, caA, "cluster-a:", "\n  - expression: \"claims.sub +\"\n    message: broken"))
 		eventually(t, 30*time.Second, func() error {

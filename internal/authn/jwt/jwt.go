@@ -139,8 +139,9 @@ func (o Options) build(issuers []apiserver.JWTAuthenticator) (*issuerSet, error)
 		set.members = append(set.members, a)
 		tokens = append(tokens, a)
 	}
-	// Issuer URLs are unique (validation), so at most one member claims a token.
-	set.token = tokenunion.New(tokens...)
+	// Issuer URLs are unique (validation), so at most one member claims a token; its refusal
+	// stands, as upstream's union of JWT authenticators has it.
+	set.token = tokenunion.NewFailOnError(tokens...)
 	return set, nil
 }
 

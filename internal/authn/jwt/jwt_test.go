@@ -273,3 +273,53 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// The issuer fields beyond the URL, each as the library reads it.
+func TestIssuerOptions(t *testing.T) {
+	const selfHosted = "https://cluster-a.example.com"
+	hidden := jwttest.StartNamed(t, testkeys.Key(t, testkeys.ECDSAP256), selfHosted)
+	plain := jwttest.Start(t, testkeys.Key(t, testkeys.RSA))
+	issuer := func(i *jwttest.Issuer, more string) string {
+		return configHeadJWT + "- issuer:\n    url: " + i.Name + "\n    certificateAuthority: |\n" + indent(i.CAPEM, "      ") + "\n" + more
+	}
+	subMapping := "  claimMappings:\n    username:\n      claim: sub\n      prefix: \"\"\n"
+	cases := []struct {
+		name, config string
+		issuer       *jwttest.Issuer
+		account      string
+		audience     string
+		wantErr      string
+	}{
+		// Discovery fetched from another address; "iss" and discovery's issuer are the URL.
+		{name: "discoveryURL", config: issuer(hidden, "    discoveryURL: "+hidden.URL+"/.well-known/openid-configuration\n    audiences: [cluster-b]\n"+subMapping),
+			issuer: hidden, account: "bot", audience: "cluster-b"},
+		{name: "any of two audiences", config: issuer(plain, "    audiences: [cluster-b, cluster-b-alt]\n    audienceMatchPolicy: MatchAny\n"+subMapping),
+			issuer: plain, account: "bot", audience: "cluster-b-alt"},
+		{name: "none of two audiences", config: issuer(plain, "    audiences: [cluster-b, cluster-b-alt]\n    audienceMatchPolicy: MatchAny\n"+subMapping),
+			issuer: plain, account: "bot", audience: "cluster-c", wantErr: "expected audience"},
+		{name: "required claim holds", config: issuer(plain, "    audiences: [cluster-b]\n  claimValidationRules:\n  - claim: sub\n    requiredValue: system:serviceaccount:team:bot\n"+subMapping),
+			issuer: plain, account: "bot", audience: "cluster-b"},
+		{name: "required claim differs", config: issuer(plain, "    audiences: [cluster-b]\n  claimValidationRules:\n  - claim: sub\n    requiredValue: system:serviceaccount:team:bot\n"+subMapping),
+			issuer: plain, account: "intruder", audience: "cluster-b", wantErr: "required claim sub value does not match"},
+		{name: "user rule", config: issuer(plain, "    audiences: [cluster-b]\n"+subMapping+"  userValidationRules:\n  - expression: \"!user.username.startsWith('system:')\"\n    message: no system users\n"),
+			issuer: plain, account: "bot", audience: "cluster-b", wantErr: "no system users"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := started(t, tc.config)
+			token := tc.issuer.PodToken(t, "team", tc.account, "pod-1", tc.audience, time.Hour)
+			resp, ok, err := a.AuthenticateToken(context.Background(), token)
+			if tc.wantErr != "" {
+				if ok || err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("AuthenticateToken = %v, %v, want an error containing %q", ok, err, tc.wantErr)
+				}
+				return
+			}
+			if !ok || err != nil || resp.User.GetName() != "system:serviceaccount:team:"+tc.account {
+				t.Fatalf("AuthenticateToken = %v, %v, %v", resp, ok, err)
+			}
+		})
+	}
+}
+
+const configHeadJWT = "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n"

@@ -19,8 +19,10 @@ import (
 	"github.com/idplane/idplane/internal/serviceaccount"
 )
 
-// Issuer is a running issuer. Clock is the issuer's: tokens are issued at its time.
+// Issuer is a running issuer: Name is its "iss", URL where its documents are served (the same
+// unless started with StartNamed). Clock is the issuer's: tokens are issued at its time.
 type Issuer struct {
+	Name  string
 	URL   string
 	CAPEM string
 	Clock *clocktesting.FakePassiveClock
@@ -32,6 +34,14 @@ type Issuer struct {
 // Start serves an issuer signing with key at https://127.0.0.1:port until the test ends.
 func Start(t testing.TB, key crypto.Signer) *Issuer {
 	t.Helper()
+	return StartNamed(t, key, "")
+}
+
+// StartNamed is Start for an issuer named name (its "iss") whose documents are served elsewhere,
+// at URL, as a cluster's own issuer is when its relying parties reach it by another address;
+// an empty name is URL.
+func StartNamed(t testing.TB, key crypto.Signer, name string) *Issuer {
+	t.Helper()
 	keys, err := serviceaccount.NewKeys(key)
 	if err != nil {
 		t.Fatal(err)
@@ -40,19 +50,22 @@ func Start(t testing.TB, key crypto.Signer) *Issuer {
 	srv := httptest.NewUnstartedServer(mux)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	discovery, err := serviceaccount.NewDiscovery(srv.URL, srv.URL+"/openid/v1/jwks", keys)
+	if name == "" {
+		name = srv.URL
+	}
+	discovery, err := serviceaccount.NewDiscovery(name, srv.URL+"/openid/v1/jwks", keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux.Handle("/.well-known/openid-configuration", discovery.ConfigurationHandler())
 	mux.Handle("/openid/v1/jwks", discovery.JWKSHandler())
 	clock := clocktesting.NewFakePassiveClock(time.Now())
-	issuer, err := serviceaccount.NewIssuer(srv.URL, keys, clock)
+	issuer, err := serviceaccount.NewIssuer(name, keys, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	return &Issuer{URL: srv.URL, CAPEM: string(ca), Clock: clock, issuer: issuer, server: srv}
+	return &Issuer{Name: name, URL: srv.URL, CAPEM: string(ca), Clock: clock, issuer: issuer, server: srv}
 }
 
 // Stop stops serving discovery and keys; tokens already verified stay verifiable with the keys

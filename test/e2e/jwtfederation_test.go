@@ -50,6 +50,8 @@ jwt:
   userValidationRules:
   - expression: "!user.username.startsWith('system:')"
     message: usernames of cluster A never take a system name of this cluster
+  - expression: "user.groups.all(g, !g.startsWith('system:'))"
+    message: groups of cluster A never take a system group of this cluster
 `
 }
 

@@ -47,6 +47,8 @@ jwt:
   userValidationRules:
   - expression: "!user.username.startsWith('system:')"
     message: usernames of cluster A never take a system name of this cluster
+  - expression: "user.groups.all(g, !g.startsWith('system:'))"
+    message: groups of cluster A never take a system group of this cluster
 `
 }
 
@@ -301,6 +303,11 @@ func TestIssuerOptions(t *testing.T) {
 			issuer: plain, account: "bot", audience: "cluster-b"},
 		{name: "required claim differs", config: issuer(plain, "    audiences: [cluster-b]\n  claimValidationRules:\n  - claim: sub\n    requiredValue: system:serviceaccount:team:bot\n"+subMapping),
 			issuer: plain, account: "intruder", audience: "cluster-b", wantErr: "required claim sub value does not match"},
+		// A group mapping that an issuer's claims could steer into a system group is stopped by
+		// the README's group rule.
+		{name: "group rule", config: issuer(plain, "    audiences: [cluster-b]\n  claimMappings:\n    username:\n      claim: sub\n      prefix: \"cluster-a:\"\n"+
+			"    groups:\n      expression: \"['system:masters']\"\n  userValidationRules:\n  - expression: \"user.groups.all(g, !g.startsWith('system:'))\"\n    message: groups of cluster A never take a system group of this cluster\n"),
+			issuer: plain, account: "bot", audience: "cluster-b", wantErr: "groups of cluster A never take a system group"},
 		{name: "user rule", config: issuer(plain, "    audiences: [cluster-b]\n"+subMapping+"  userValidationRules:\n  - expression: \"!user.username.startsWith('system:')\"\n    message: no system users\n"),
 			issuer: plain, account: "bot", audience: "cluster-b", wantErr: "no system users"},
 	}

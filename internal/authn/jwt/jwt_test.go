@@ -2,6 +2,7 @@ package jwt_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"reflect"
 	"strings"
@@ -237,17 +238,27 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
-// The library's metrics are registered and record: a JWKS fetch per issuer and the latency of
-// each authentication, labelled by result and the issuer's hash.
+// The library's metrics are registered and record, per issuer (by the hash of its URL): each
+// JWKS fetch's result and the latency of each authentication by result.
 func TestMetrics(t *testing.T) {
 	clusterA := jwttest.Start(t, testkeys.Key(t, testkeys.RSA))
-	a := started(t, federationConfig(clusterA.URL, clusterA.CAPEM))
-	if _, ok, err := a.AuthenticateToken(context.Background(), clusterA.PodToken(t, "team", "bot", "bot-1", "cluster-b", time.Hour)); !ok {
+	troubled := jwttest.Start(t, testkeys.Key(t, testkeys.ECDSAP256))
+	a := started(t, federationConfig(clusterA.URL, clusterA.CAPEM)+
+		"- issuer:\n    url: "+troubled.URL+"\n    audiences: [cluster-b]\n    certificateAuthority: |\n"+indent(troubled.CAPEM, "      ")+
+		"\n  claimMappings:\n    username:\n      claim: sub\n      prefix: \"troubled:\"\n")
+	ctx := context.Background()
+	if _, ok, err := a.AuthenticateToken(ctx, clusterA.PodToken(t, "team", "bot", "bot-1", "cluster-b", time.Hour)); !ok {
 		t.Fatal(err)
 	}
-	if _, ok, _ := a.AuthenticateToken(context.Background(), clusterA.PodToken(t, "team", "bot", "bot-1", "elsewhere", time.Hour)); ok {
+	if _, ok, _ := a.AuthenticateToken(ctx, clusterA.PodToken(t, "team", "bot", "bot-1", "elsewhere", time.Hour)); ok {
 		t.Fatal("token for another audience accepted")
 	}
+	// Discovered, but its key set is down: its tokens cannot be verified.
+	troubled.KeysDown(true)
+	if _, ok, err := a.AuthenticateToken(ctx, troubled.PodToken(t, "team", "bot", "bot-1", "cluster-b", time.Hour)); ok || err == nil || !strings.Contains(err.Error(), "fetching keys") {
+		t.Fatalf("token of an issuer whose keys are down: ok=%v err=%v", ok, err)
+	}
+
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -259,20 +270,23 @@ func TestMetrics(t *testing.T) {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["jwt_issuer_hash"] == "" {
-				continue
-			}
-			found[fmt.Sprintf("%s{result=%s}", f.GetName(), labels["result"])] = true
+			found[fmt.Sprintf("%s{%s,%s}", f.GetName(), labels["jwt_issuer_hash"], labels["result"])] = true
 		}
 	}
+	hash := func(i *jwttest.Issuer) string { return fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(i.Name))) }
 	for _, want := range []string{
-		"apiserver_authentication_jwt_authenticator_jwks_fetch_last_timestamp_seconds{result=success}",
-		"apiserver_authentication_jwt_authenticator_latency_seconds{result=success}",
-		"apiserver_authentication_jwt_authenticator_latency_seconds{result=failure}",
+		"apiserver_authentication_jwt_authenticator_jwks_fetch_last_timestamp_seconds{" + hash(clusterA) + ",success}",
+		"apiserver_authentication_jwt_authenticator_latency_seconds{" + hash(clusterA) + ",success}",
+		"apiserver_authentication_jwt_authenticator_latency_seconds{" + hash(clusterA) + ",failure}",
+		"apiserver_authentication_jwt_authenticator_jwks_fetch_last_timestamp_seconds{" + hash(troubled) + ",failure}",
+		"apiserver_authentication_jwt_authenticator_latency_seconds{" + hash(troubled) + ",failure}",
 	} {
 		if !found[want] {
-			t.Errorf("no %s among %v", want, found)
+			t.Errorf("no %s", want)
 		}
+	}
+	if found["apiserver_authentication_jwt_authenticator_jwks_fetch_last_timestamp_seconds{"+hash(troubled)+",success}"] {
+		t.Error("a JWKS fetch of the issuer whose keys are down counted as a success")
 	}
 }
 

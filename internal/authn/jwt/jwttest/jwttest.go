@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,8 @@ type Issuer struct {
 
 	issuer *serviceaccount.Issuer
 	server *httptest.Server
+	// keysDown makes the key set answer 503, as an issuer in trouble would.
+	keysDown atomic.Bool
 }
 
 // Start serves an issuer signing with key at https://127.0.0.1:port until the test ends.
@@ -57,16 +60,27 @@ func StartNamed(t testing.TB, key crypto.Signer, name string) *Issuer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux.Handle("/.well-known/openid-configuration", discovery.ConfigurationHandler())
-	mux.Handle("/openid/v1/jwks", discovery.JWKSHandler())
 	clock := clocktesting.NewFakePassiveClock(time.Now())
 	issuer, err := serviceaccount.NewIssuer(name, keys, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	return &Issuer{Name: name, URL: srv.URL, CAPEM: string(ca), Clock: clock, issuer: issuer, server: srv}
+	i := &Issuer{Name: name, URL: srv.URL, CAPEM: string(ca), Clock: clock, issuer: issuer, server: srv}
+	mux.Handle("/.well-known/openid-configuration", discovery.ConfigurationHandler())
+	jwks := discovery.JWKSHandler()
+	mux.HandleFunc("/openid/v1/jwks", func(w http.ResponseWriter, r *http.Request) {
+		if i.keysDown.Load() {
+			http.Error(w, "key set unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		jwks.ServeHTTP(w, r)
+	})
+	return i
 }
+
+// KeysDown makes the key set answer 503 (down) or serve again; discovery keeps answering.
+func (i *Issuer) KeysDown(down bool) { i.keysDown.Store(down) }
 
 // Stop stops serving discovery and keys; tokens already verified stay verifiable with the keys
 // a relying party has cached.

@@ -15,6 +15,31 @@ const configHead = "apiVersion: apiserver.config.k8s.io/v1\nkind: Authentication
 // ownIssuer stands for the server's own service-account issuer in these tests.
 const ownIssuer = "https://idplane.example.com"
 
+// identityProviderConfig is the README's configuration for an OpenID Connect provider.
+const identityProviderConfig = `apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer:
+    url: https://idp.example.com
+    audiences: [idplane]
+  claimValidationRules:
+  - expression: "claims.email_verified == true"
+    message: the email address must be verified
+  claimMappings:
+    username:
+      expression: "'idp:' + claims.email"
+    groups:
+      claim: groups
+      prefix: "idp:"
+    uid:
+      claim: sub
+  userValidationRules:
+  - expression: "!user.username.startsWith('system:')"
+    message: users of the identity provider never take a system name
+  - expression: "user.groups.all(g, !g.startsWith('system:'))"
+    message: groups of the identity provider never take a system group
+`
+
 func jwtIssuer(url, mappings string) string {
 	return "jwt:\n- issuer:\n    url: " + url + "\n    audiences: [cluster-b]\n  claimMappings:\n" + mappings
 }
@@ -43,6 +68,9 @@ func TestLoadConfigFile(t *testing.T) {
 		{"jwt issuer with a claim", configHead + jwtIssuer("https://issuer.example.com", subMapping), nil, []string{"https://issuer.example.com"}, ""},
 		{"jwt issuer with CEL mappings and anonymous", configHead + jwtIssuer("https://cluster-a.example.com:6443", celMappings) + "anonymous:\n  enabled: true\n  conditions:\n  - path: /livez\n",
 			&Anonymous{Enabled: true, Paths: []string{"/livez"}}, []string{"https://cluster-a.example.com:6443"}, ""},
+		{"README's identity provider", identityProviderConfig, nil, []string{"https://idp.example.com"}, ""},
+		{"email without email_verified", strings.Replace(identityProviderConfig, "claims.email_verified == true", "claims.sub != ''", 1), nil, nil,
+			"claims.email_verified must be used in claimMappings.username.expression or claimMappings.extra[*].valueExpression or claimValidationRules[*].expression when claims.email is used in claimMappings.username.expression"},
 		// The messages are the library's validation's, with their field paths.
 		{"own issuer", configHead + jwtIssuer(ownIssuer, subMapping), nil, nil, `jwt[0].issuer.url: Invalid value: "https://idplane.example.com": URL must not overlap with disallowed issuers`},
 		{"http issuer", configHead + jwtIssuer("http://issuer.example.com", subMapping), nil, nil, "jwt[0].issuer.url: Invalid value: \"http://issuer.example.com\": URL scheme must be https"},

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	authenticationcel "k8s.io/apiserver/pkg/authentication/cel"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/utils/clock"
@@ -52,6 +53,10 @@ func (a *assembly) authenticationConfigFile(config *authn.Config, closers *close
 		return err
 	}
 	if file.Anonymous != nil {
+		// As upstream: the flag applies to a file without an anonymous section, never beside one.
+		if a.o.AnonymousAuth {
+			return field.Forbidden(field.NewPath("anonymous"), "--anonymous-auth flag cannot be set when anonymous field is configured in authentication configuration file")
+		}
 		config.Anonymous, config.AnonymousPaths = file.Anonymous.Enabled, file.Anonymous.Paths
 	}
 	jwts, err := jwt.New(file.JWT, jwt.Options{Compiler: compiler, DisallowedIssuers: own, APIServerID: a.cfg.APIServerID})

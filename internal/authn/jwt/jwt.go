@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,7 +102,14 @@ func (a *Authenticator) Update(ctx context.Context, issuers []apiserver.JWTAuthe
 		set.cancel()
 		return fmt.Errorf("new JWT issuers not ready: %w", errors.Join(err, lastErr))
 	}
-	a.current.Swap(set).cancel()
+	old := a.current.Swap(set)
+	old.cancel()
+	// A removed issuer's last key-set fetch would otherwise stay on /metrics as if current.
+	for _, url := range old.urls {
+		if !slices.Contains(set.urls, url) {
+			oidc.DeleteJWKSFetchMetrics(url, a.opts.APIServerID)
+		}
+	}
 	return nil
 }
 

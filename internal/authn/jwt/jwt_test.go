@@ -231,6 +231,10 @@ func TestUpdate(t *testing.T) {
 	if ok, err := authenticates(tokenC); !ok {
 		t.Errorf("cluster C's token: %v", err)
 	}
+	// A's key-set fetches are no longer reported; C's are.
+	if fetches := jwksFetches(t); fetches[issuerHash(clusterA)] || !fetches[issuerHash(clusterC)] {
+		t.Errorf("JWKS fetch series by issuer hash = %v, want C's and not A's", fetches)
+	}
 
 	a.Stop()
 	if err := a.Update(ctx, nil); err == nil {
@@ -273,7 +277,7 @@ func TestMetrics(t *testing.T) {
 			found[fmt.Sprintf("%s{%s,%s}", f.GetName(), labels["jwt_issuer_hash"], labels["result"])] = true
 		}
 	}
-	hash := func(i *jwttest.Issuer) string { return fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(i.Name))) }
+	hash := issuerHash
 	for _, want := range []string{
 		"apiserver_authentication_jwt_authenticator_jwks_fetch_last_timestamp_seconds{" + hash(clusterA) + ",success}",
 		"apiserver_authentication_jwt_authenticator_latency_seconds{" + hash(clusterA) + ",success}",
@@ -344,3 +348,31 @@ func TestIssuerOptions(t *testing.T) {
 }
 
 const configHeadJWT = "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n"
+
+// issuerHash is the library's label for issuer i.
+func issuerHash(i *jwttest.Issuer) string {
+	return fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(i.Name)))
+}
+
+// jwksFetches are the issuer hashes with a JWKS fetch series on /metrics.
+func jwksFetches(t *testing.T) map[string]bool {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes := map[string]bool{}
+	for _, f := range families {
+		if f.GetName() != "apiserver_authentication_jwt_authenticator_jwks_fetch_last_timestamp_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "jwt_issuer_hash" {
+					hashes[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	return hashes
+}

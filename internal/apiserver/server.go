@@ -148,7 +148,7 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 		return nil, err
 	}
 	a := &assembly{o: o, in: in, cfg: cfg, loopback: lb}
-	tokens, err := a.authentication()
+	tokens, err := a.authentication(closers)
 	if err != nil {
 		return nil, err
 	}

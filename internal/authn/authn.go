@@ -1,6 +1,7 @@
 // Package authn assembles the request authenticators: x509 client certificates (CN is the user,
-// O the groups), service-account tokens, bootstrap tokens, an optional static token file, and
-// anonymous access only when enabled, everywhere or on listed paths.
+// O the groups), service-account tokens, bootstrap tokens, an optional static token file, JWTs
+// of external issuers (AuthenticationConfiguration), and anonymous access only when enabled,
+// everywhere or on listed paths.
 package authn
 
 import (
@@ -29,6 +30,9 @@ type Config struct {
 	ServiceAccounts authenticator.Token
 	// BootstrapTokens authenticates bootstrap tokens (<id>.<secret>), or is nil.
 	BootstrapTokens authenticator.Token
+	// JWT authenticates tokens of the external issuers an AuthenticationConfiguration lists, or
+	// is nil.
+	JWT authenticator.Token
 	// APIAudiences are the audiences of tokens that name none (bootstrap and static tokens).
 	APIAudiences authenticator.Audiences
 	// Anonymous lets requests with no credentials through as system:anonymous.
@@ -62,6 +66,12 @@ func New(c Config) (authenticator.Request, error) {
 		}
 		// Static tokens name no audience: they are good for the API server's own.
 		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(c.APIAudiences, static))
+	}
+	if c.JWT != nil {
+		// After the local kinds, as upstream orders them: a JWT issuer may fetch keys over the
+		// network, and only tokens naming its "iss" reach it. Its audiences are the issuer's
+		// configured ones, which the library checks; the request's are this server's.
+		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(c.APIAudiences, c.JWT))
 	}
 	if len(tokens) > 0 {
 		// A token one authenticator refuses with a reason stays refused: no other may claim it.

@@ -316,3 +316,21 @@ func TestJoinByTokenAndHash(t *testing.T) {
 		t.Errorf("the restarted node authenticates as %+v", u)
 	}
 }
+
+func TestClusterInfoOptionsValidate(t *testing.T) {
+	cases := []struct{ server, wantErr string }{
+		{"", ""},
+		{"https://lb.example:6443", ""},
+		{"http://lb.example:6443", "must be an https URL"},
+		{"lb.example:6443", "must be an https URL"},
+		{"https://", "must be an https URL"},
+	}
+	for _, tc := range cases {
+		o := NewOptions()
+		o.ClusterInfo.Server = tc.server
+		err := o.Validate()
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("--cluster-info-server %q: Validate = %v, want %q", tc.server, err, tc.wantErr)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -54,6 +55,11 @@ var served = []struct {
 		&corev1.PersistentVolume{}, &corev1.PersistentVolumeList{},
 		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaimList{},
 		&corev1.Event{}, &corev1.EventList{},
+		&corev1.Service{}, &corev1.ServiceList{},
+		&corev1.Endpoints{}, &corev1.EndpointsList{},
+	}},
+	{discoveryv1.SchemeGroupVersion, discoveryv1.AddToScheme, []runtime.Object{
+		&discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{},
 	}},
 	{policyv1.SchemeGroupVersion, policyv1.AddToScheme, []runtime.Object{&policyv1.Eviction{}}},
 	{coordinationv1.SchemeGroupVersion, coordinationv1.AddToScheme, []runtime.Object{

@@ -106,9 +106,11 @@ func TestValidateEndpoints(t *testing.T) {
 		{name: "bad address", mutate: func(e *corev1.Endpoints) { e.Subsets[0].Addresses[1].IP = "host" }, want: []want{invalid("subsets[0].addresses[1].ip")}},
 		{name: "empty subset", mutate: func(e *corev1.Endpoints) { e.Subsets[0].Addresses = nil }, want: []want{required("subsets[0]")}},
 		{
-			name:   "bad port",
-			mutate: func(e *corev1.Endpoints) { e.Subsets[0].Ports[0] = corev1.EndpointPort{Name: "HTTPS", Port: 0, Protocol: "TCP"} },
-			want:   []want{invalid("subsets[0].ports[0].name"), invalid("subsets[0].ports[0].port")},
+			name: "bad port",
+			mutate: func(e *corev1.Endpoints) {
+				e.Subsets[0].Ports[0] = corev1.EndpointPort{Name: "HTTPS", Port: 0, Protocol: "TCP"}
+			},
+			want: []want{invalid("subsets[0].ports[0].name"), invalid("subsets[0].ports[0].port")},
 		},
 	}
 	for _, tc := range tests {

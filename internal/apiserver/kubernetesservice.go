@@ -1,13 +1,22 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
+	"github.com/idplane/idplane/internal/controller/kubernetesservice"
 	"github.com/idplane/idplane/internal/pki"
 )
 
@@ -55,4 +64,77 @@ func addKubernetesServiceNames(o *Options, names *pki.ServingNames) error {
 		}
 	}
 	return nil
+}
+
+// kubernetesServiceFirstSyncRetry spaces the first sync's attempts, made while the server's own
+// start-up (the default namespace, the RBAC policy) may still be under way.
+const kubernetesServiceFirstSyncRetry = 100 * time.Millisecond
+
+// kubernetesService runs this replica's part in keeping the default/kubernetes Service: every
+// replica, leader or not, renews its own Lease and writes the endpoints, as kube-apiservers do.
+// The server turns ready once the Service and this replica's endpoint are written; it takes
+// itself out of the endpoints before it stops serving.
+func (a *assembly) kubernetesService(srv *genericapiserver.GenericAPIServer) error {
+	clusterIP, err := a.o.KubernetesServiceIP()
+	if err != nil {
+		return err
+	}
+	advertised, err := a.o.AdvertisedAddress()
+	if err != nil {
+		return err
+	}
+	// Writing the deprecated v1 Endpoints is the point: no need to log the warning each time.
+	quiet := rest.CopyConfig(a.cfg.LoopbackClientConfig)
+	quiet.WarningHandler = rest.NoWarnings{}
+	client, err := kubernetes.NewForConfig(quiet)
+	if err != nil {
+		return fmt.Errorf("building the kubernetes Service's client: %w", err)
+	}
+	c, err := kubernetesservice.New(kubernetesservice.Config{
+		Client: client, Clock: a.o.kubernetesServiceClock,
+		Address: advertised, Port: int32(a.in.listener.Addr().(*net.TCPAddr).Port), ClusterIP: clusterIP,
+	})
+	if err != nil {
+		return err
+	}
+	loop, stopLoop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	// The post-start hook runs in its own goroutine and may come after the pre-shutdown hook.
+	var once sync.Once
+	err = srv.AddPostStartHook("kubernetes-service", func(hookCtx genericapiserver.PostStartHookContext) error {
+		err := wait.PollUntilContextCancel(hookCtx, kubernetesServiceFirstSyncRetry, true, func(ctx context.Context) (bool, error) {
+			if err := c.Sync(ctx); err != nil {
+				klog.FromContext(ctx).V(2).Info("Writing the kubernetes Service; retrying", "err", err)
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("writing the kubernetes Service: %w", err)
+		}
+		once.Do(func() {
+			stopped := c.Start(loop)
+			go func() {
+				<-stopped
+				close(done)
+			}()
+		})
+		return nil
+	})
+	if err != nil {
+		stopLoop()
+		return err
+	}
+	return srv.AddPreShutdownHook("kubernetes-service", func() error {
+		stopLoop()
+		once.Do(func() { close(done) })
+		<-done
+		ctx, cancel := context.WithTimeout(context.Background(), a.o.RequestTimeout)
+		defer cancel()
+		if err := c.Stop(ctx); err != nil {
+			// The Lease runs out on its own; meanwhile clients may still dial this replica.
+			klog.ErrorS(err, "Taking this replica out of the kubernetes Service's endpoints")
+		}
+		return nil
+	})
 }

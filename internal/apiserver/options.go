@@ -20,6 +20,7 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
 	componentbasevalidation "k8s.io/component-base/config/validation"
+	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/admission"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
@@ -77,6 +78,10 @@ type Options struct {
 
 	Encryption EncryptionOptions
 	Audit      AuditOptions
+
+	// kubernetesServiceClock drives the kubernetes Service's Lease renewals; nil is the real
+	// clock, tests set a fake one.
+	kubernetesServiceClock clock.WithTicker
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.

@@ -100,20 +100,27 @@ func New(c Config) (*Controller, error) {
 	return &Controller{c: c, endpoint: net.JoinHostPort(c.Address.String(), strconv.Itoa(int(c.Port)))}, nil
 }
 
-// Run syncs every Interval until ctx ends. The first sync is Sync's caller's (see Start).
-func (c *Controller) Run(ctx context.Context) {
+// Start syncs every Interval, from now on, until ctx ends; done is closed when the loop returned.
+// The first sync is the caller's (Sync): a server waits for it before it reports ready.
+func (c *Controller) Start(ctx context.Context) (done <-chan struct{}) {
+	// The ticker exists when Start returns, so a test's clock step cannot come before it.
 	ticker := c.c.Clock.NewTicker(c.c.Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-			if err := c.Sync(ctx); err != nil {
-				klog.FromContext(ctx).Error(err, "Keeping the kubernetes Service; retrying", "interval", c.c.Interval)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C():
+				if err := c.Sync(ctx); err != nil {
+					klog.FromContext(ctx).Error(err, "Keeping the kubernetes Service; retrying", "interval", c.c.Interval)
+				}
 			}
 		}
-	}
+	}()
+	return stopped
 }
 
 // Sync renews this replica's Lease, then writes the Service and the endpoints of every live

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -190,6 +191,33 @@ func TestKubernetesServiceServed(t *testing.T) {
 	for _, ip := range []string{"10.0.0.1", "127.0.0.1"} {
 		if err := cert.VerifyHostname(ip); err != nil {
 			t.Errorf("serving certificate: %v", err)
+		}
+	}
+
+	// As upstream's default policy: nodes read the Service, service accounts do not, and no
+	// one but administrators writes its endpoints.
+	for _, tc := range []struct {
+		user   string
+		groups []string
+		verb   string
+		res    string
+		allow  bool
+	}{
+		{"system:node:n1", []string{"system:nodes", "system:authenticated"}, "get", "services", true},
+		{"system:node:n1", []string{"system:nodes", "system:authenticated"}, "list", "services", true},
+		{"system:node:n1", []string{"system:nodes", "system:authenticated"}, "update", "endpoints", false},
+		{"system:serviceaccount:default:default", []string{"system:serviceaccounts", "system:authenticated"}, "get", "services", false},
+		{"system:anonymous", []string{"system:unauthenticated"}, "get", "services", false},
+	} {
+		sar, err := ts.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: tc.user, Groups: tc.groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: tc.verb, Resource: tc.res, Name: "kubernetes"},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != tc.allow {
+			t.Errorf("%s may %s %s: %v, want %v (%s)", tc.user, tc.verb, tc.res, sar.Status.Allowed, tc.allow, sar.Status.Reason)
 		}
 	}
 

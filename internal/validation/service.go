@@ -33,10 +33,24 @@ const (
 var (
 	// Only ClusterIP: the other types promise node ports, load balancers or DNS names that
 	// nothing in idplane provides.
-	supportedServiceTypes      = []corev1.ServiceType{corev1.ServiceTypeClusterIP}
-	supportedSessionAffinities = []corev1.ServiceAffinity{corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone}
-	supportedAddressTypes      = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}
+	supportedServiceTypes            = []corev1.ServiceType{corev1.ServiceTypeClusterIP}
+	supportedSessionAffinities       = []corev1.ServiceAffinity{corev1.ServiceAffinityClientIP, corev1.ServiceAffinityNone}
+	supportedAddressTypes            = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6, discoveryv1.AddressTypeFQDN}
+	supportedInternalTrafficPolicies = []corev1.ServiceInternalTrafficPolicy{
+		corev1.ServiceInternalTrafficPolicyCluster, corev1.ServiceInternalTrafficPolicyLocal,
+	}
+	// clusterIPServiceFields are the spec fields a ClusterIP service may set. The rest belong to
+	// node ports, load balancers and external names; externalIPs, which a proxy would capture
+	// traffic for (CVE-2020-8554), have no meaning without one.
+	clusterIPServiceFields = map[string]bool{
+		"Ports": true, "Selector": true, "ClusterIP": true, "ClusterIPs": true, "Type": true,
+		"SessionAffinity": true, "SessionAffinityConfig": true, "IPFamilies": true, "IPFamilyPolicy": true,
+		"InternalTrafficPolicy": true, "PublishNotReadyAddresses": true, "TrafficDistribution": true,
+	}
 )
+
+// maxClientIPTimeout is upstream's longest ClientIP session affinity: a day.
+const maxClientIPTimeout = 86400
 
 // kubernetesServiceOnly refuses any object but default/kubernetes.
 func kubernetesServiceOnly(meta *metav1.ObjectMeta, fldPath *field.Path) field.ErrorList {
@@ -59,7 +73,18 @@ var serviceSpecRules = []func(*corev1.ServiceSpec, *field.Path) field.ErrorList{
 		return validateEnum(s.SessionAffinity, supportedSessionAffinities, p.Child("sessionAffinity"))
 	},
 	validateClusterIP,
+	validateIPFamilies,
 	validateServicePorts,
+	func(s *corev1.ServiceSpec, p *field.Path) field.ErrorList {
+		return forbidSetFields(*s, clusterIPServiceFields, "may not be used when `type` is 'ClusterIP'", p)
+	},
+	func(s *corev1.ServiceSpec, p *field.Path) field.ErrorList {
+		if s.InternalTrafficPolicy == nil {
+			return field.ErrorList{field.Required(p.Child("internalTrafficPolicy"), "")}
+		}
+		return oneOf(p.Child("internalTrafficPolicy"), *s.InternalTrafficPolicy, supportedInternalTrafficPolicies...)
+	},
+	validateSessionAffinityConfig,
 	func(s *corev1.ServiceSpec, p *field.Path) field.ErrorList {
 		return validateLabels(s.Selector, p.Child("selector"))
 	},
@@ -99,6 +124,43 @@ func validateClusterIP(s *corev1.ServiceSpec, fldPath *field.Path) field.ErrorLi
 	}
 	if len(s.ClusterIPs) != 1 || s.ClusterIPs[0] != s.ClusterIP {
 		return field.ErrorList{field.Invalid(fldPath.Child("clusterIPs"), s.ClusterIPs, "must hold the one clusterIP")}
+	}
+	return nil
+}
+
+// validateIPFamilies: one family, the cluster IP's, single-stack.
+func validateIPFamilies(s *corev1.ServiceSpec, fldPath *field.Path) field.ErrorList {
+	family := corev1.IPv4Protocol
+	if netutils.IsIPv6String(s.ClusterIP) {
+		family = corev1.IPv6Protocol
+	}
+	var errs field.ErrorList
+	if len(s.IPFamilies) != 1 || s.IPFamilies[0] != family {
+		errs = append(errs, field.Invalid(fldPath.Child("ipFamilies"), s.IPFamilies, "must be the family of the one clusterIP, "+string(family)))
+	}
+	if s.IPFamilyPolicy == nil {
+		errs = append(errs, field.Required(fldPath.Child("ipFamilyPolicy"), ""))
+	} else {
+		errs = append(errs, oneOf(fldPath.Child("ipFamilyPolicy"), *s.IPFamilyPolicy, corev1.IPFamilyPolicySingleStack)...)
+	}
+	return errs
+}
+
+// validateSessionAffinityConfig: ClientIP affinity lasts 1 s to a day; without it, no settings.
+func validateSessionAffinityConfig(s *corev1.ServiceSpec, fldPath *field.Path) field.ErrorList {
+	cfgPath := fldPath.Child("sessionAffinityConfig")
+	if s.SessionAffinity != corev1.ServiceAffinityClientIP {
+		if s.SessionAffinityConfig != nil {
+			return field.ErrorList{field.Forbidden(cfgPath, "must not be set when session affinity is "+string(s.SessionAffinity))}
+		}
+		return nil
+	}
+	timeoutPath := cfgPath.Child("clientIP", "timeoutSeconds")
+	if s.SessionAffinityConfig == nil || s.SessionAffinityConfig.ClientIP == nil || s.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil {
+		return field.ErrorList{field.Required(timeoutPath, "")}
+	}
+	if t := *s.SessionAffinityConfig.ClientIP.TimeoutSeconds; t <= 0 || t > maxClientIPTimeout {
+		return field.ErrorList{field.Invalid(timeoutPath, t, "must be greater than 0 and less than 86400")}
 	}
 	return nil
 }

@@ -19,7 +19,9 @@ func validService() *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeClusterIP, SessionAffinity: corev1.ServiceAffinityNone,
 			ClusterIP: "10.0.0.1", ClusterIPs: []string{"10.0.0.1"},
-			Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(6443)}},
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptrTo(corev1.IPFamilyPolicySingleStack),
+			InternalTrafficPolicy: ptrTo(corev1.ServiceInternalTrafficPolicyCluster),
+			Ports:                 []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(6443)}},
 		},
 	}
 }
@@ -53,6 +55,39 @@ func TestValidateService(t *testing.T) {
 				s.Spec.Ports[0] = corev1.ServicePort{Port: 70000, Protocol: "HTTP", TargetPort: intstr.FromString("no_such"), NodePort: 30000}
 			},
 			want: []want{invalid("spec.ports[0].port"), notSupported("spec.ports[0].protocol"), invalid("spec.ports[0].targetPort"), forbidden("spec.ports[0].nodePort")},
+		},
+		{
+			name: "IPv6 family for an IPv4 address, dual-stack policy",
+			mutate: func(s *corev1.Service) {
+				s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+				s.Spec.IPFamilyPolicy = ptrTo(corev1.IPFamilyPolicyPreferDualStack)
+			},
+			want: []want{invalid("spec.ipFamilies"), notSupported("spec.ipFamilyPolicy")},
+		},
+		{
+			name: "load balancer and external fields",
+			mutate: func(s *corev1.Service) {
+				s.Spec.ExternalIPs = []string{"203.0.113.1"}
+				s.Spec.LoadBalancerIP = "203.0.113.2"
+				s.Spec.ExternalName = "example.com"
+			},
+			want: []want{forbidden("spec.externalIPs"), forbidden("spec.loadBalancerIP"), forbidden("spec.externalName")},
+		},
+		{name: "no internal traffic policy", mutate: func(s *corev1.Service) { s.Spec.InternalTrafficPolicy = nil }, want: []want{required("spec.internalTrafficPolicy")}},
+		{
+			name: "client IP affinity for two days",
+			mutate: func(s *corev1.Service) {
+				s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+				s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptrTo[int32](172800)}}
+			},
+			want: []want{invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds")},
+		},
+		{
+			name: "affinity settings without affinity",
+			mutate: func(s *corev1.Service) {
+				s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{}
+			},
+			want: []want{forbidden("spec.sessionAffinityConfig")},
 		},
 		{name: "bad selector", mutate: func(s *corev1.Service) { s.Spec.Selector = map[string]string{"a b": "c"} }, want: []want{invalid("spec.selector")}},
 	}

@@ -310,6 +310,24 @@ func TestKubernetesServiceAcrossReplicas(t *testing.T) {
 	// 20 s after its last renewal the crashed replica's 15 s lease has run out.
 	waitEndpoints(t, a.client, both)
 
+	// With nothing changed, a renewal writes nothing but the Leases.
+	versions := func() []string {
+		svc, err1 := a.client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		ep, err2 := a.client.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		slice, err3 := a.client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err1 != nil || err2 != nil || err3 != nil {
+			t.Fatal(err1, err2, err3)
+		}
+		return []string{svc.ResourceVersion, ep.ResourceVersion, slice.ResourceVersion}
+	}
+	before := versions()
+	// Each replica's loop renews at the second step only once its first step's writes are done.
+	stepAndWait()
+	stepAndWait()
+	if after := versions(); !slices.Equal(before, after) {
+		t.Errorf("a renewal with nothing changed rewrote the Service, Endpoints or slice: versions %v, then %v", before, after)
+	}
+
 	// b stops cleanly: it is out before its server has stopped.
 	b.stop()
 	if got, want := endpointAddresses(t, a.client), []string{hostPort(t, a.URL)}; !slices.Equal(got, want) {

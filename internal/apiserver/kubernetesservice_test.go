@@ -320,8 +320,10 @@ func TestKubernetesServiceAcrossReplicas(t *testing.T) {
 		}
 		return []string{svc.ResourceVersion, ep.ResourceVersion, slice.ResourceVersion}
 	}
+	// A replica's loop renews at a step only once its previous step's writes are done: versions
+	// read after a renewal include every write of the step before.
+	stepAndWait()
 	before := versions()
-	// Each replica's loop renews at the second step only once its first step's writes are done.
 	stepAndWait()
 	stepAndWait()
 	if after := versions(); !slices.Equal(before, after) {

@@ -102,7 +102,11 @@ func (a *assembly) kubernetesService(srv *genericapiserver.GenericAPIServer) err
 	// The post-start hook runs in its own goroutine and may come after the pre-shutdown hook.
 	var once sync.Once
 	err = srv.AddPostStartHook("kubernetes-service", func(hookCtx genericapiserver.PostStartHookContext) error {
-		err := wait.PollUntilContextCancel(hookCtx, kubernetesServiceFirstSyncRetry, true, func(ctx context.Context) (bool, error) {
+		// A stop during the first sync ends its retries too: the replica is on its way out.
+		first, cancel := context.WithCancel(hookCtx)
+		defer cancel()
+		defer context.AfterFunc(loop, cancel)()
+		err := wait.PollUntilContextCancel(first, kubernetesServiceFirstSyncRetry, true, func(ctx context.Context) (bool, error) {
 			if err := c.Sync(ctx); err != nil {
 				klog.FromContext(ctx).V(2).Info("Writing the kubernetes Service; retrying", "err", err)
 				return false, nil

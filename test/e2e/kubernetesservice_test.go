@@ -7,11 +7,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -132,4 +135,43 @@ spec:
 	if got := review.Status.UserInfo.Username; got != "system:serviceaccount:incluster:reader" {
 		t.Errorf("the in-cluster client is %q, want the pod's service account", got)
 	}
+}
+
+// testKilledReplicaLeavesEndpoints: a replica killed with -9 cannot take itself out of the
+// kubernetes Service's endpoints; its Lease runs out 15 s after its last renewal and the next
+// renewal of a survivor, at most 10 s later, drops it. The survivors stay listed.
+func testKilledReplicaLeavesEndpoints(t *testing.T, killed *server, replicas []*server) {
+	if killed == nil {
+		t.Skip("no replica was killed")
+	}
+	gone := strings.TrimPrefix(killed.URL, "https://")
+	var survivors []*server
+	for _, r := range replicas {
+		if r != killed {
+			survivors = append(survivors, r)
+		}
+	}
+	// The bound counts from the kill, which came before the previous subtest's waits.
+	eventually(t, 25*time.Second+20*time.Second, func() error {
+		var ep corev1.Endpoints
+		if err := json.Unmarshal([]byte(survivors[0].kubectl(t, "get", "endpoints", "kubernetes", "-n", "default", "-o", "json")), &ep); err != nil {
+			return err
+		}
+		var listed []string
+		for _, ss := range ep.Subsets {
+			for _, a := range ss.Addresses {
+				listed = append(listed, net.JoinHostPort(a.IP, strconv.Itoa(int(ss.Ports[0].Port))))
+			}
+		}
+		out := strings.Join(listed, " ")
+		if slices.Contains(listed, gone) {
+			return fmt.Errorf("endpoints %q still list the killed replica %s", out, gone)
+		}
+		for _, r := range survivors {
+			if !slices.Contains(listed, strings.TrimPrefix(r.URL, "https://")) {
+				return fmt.Errorf("endpoints %q lack the survivor %s", out, r.URL)
+			}
+		}
+		return nil
+	})
 }

@@ -292,13 +292,9 @@ func (c *Controller) writeService(ctx context.Context, targetPort int32) error {
 	return nil
 }
 
+// serviceMatches: the Service has the labels and exactly the spec this replica would write.
 func serviceMatches(have, want *corev1.Service) bool {
-	for k, v := range want.Labels {
-		if have.Labels[k] != v {
-			return false
-		}
-	}
-	return apiequality.Semantic.DeepEqual(have.Spec, want.Spec)
+	return labelsHold(have.Labels, want.Labels) && apiequality.Semantic.DeepEqual(have.Spec, want.Spec)
 }
 
 // desiredEndpoints groups the live replicas by port, one subset each.
@@ -411,6 +407,7 @@ func (c *Controller) writeSlice(ctx context.Context, want *discoveryv1.EndpointS
 	return nil
 }
 
+// labelsHold: have carries every label of want.
 func labelsHold(have, want map[string]string) bool {
 	for k, v := range want {
 		if have[k] != v {

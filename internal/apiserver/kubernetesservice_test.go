@@ -206,12 +206,16 @@ func TestKubernetesServiceServed(t *testing.T) {
 		{"system:node:n1", []string{"system:nodes", "system:authenticated"}, "get", "services", true},
 		{"system:node:n1", []string{"system:nodes", "system:authenticated"}, "list", "services", true},
 		{"system:node:n1", []string{"system:nodes", "system:authenticated"}, "update", "endpoints", false},
+		{"system:node:n1", []string{"system:nodes", "system:authenticated"}, "update", "endpointslices", false},
 		{"system:serviceaccount:default:default", []string{"system:serviceaccounts", "system:authenticated"}, "get", "services", false},
 		{"system:anonymous", []string{"system:unauthenticated"}, "get", "services", false},
 	} {
+		attrs := &authorizationv1.ResourceAttributes{Namespace: "default", Verb: tc.verb, Resource: tc.res, Name: "kubernetes"}
+		if tc.res == "endpointslices" {
+			attrs.Group = "discovery.k8s.io"
+		}
 		sar, err := ts.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: tc.user, Groups: tc.groups,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: tc.verb, Resource: tc.res, Name: "kubernetes"},
+			User: tc.user, Groups: tc.groups, ResourceAttributes: attrs,
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -219,6 +223,15 @@ func TestKubernetesServiceServed(t *testing.T) {
 		if sar.Status.Allowed != tc.allow {
 			t.Errorf("%s may %s %s: %v, want %v (%s)", tc.user, tc.verb, tc.res, sar.Status.Allowed, tc.allow, sar.Status.Reason)
 		}
+	}
+
+	// Nor may a node add itself to the endpoints through a replica's Lease.
+	sar, err := ts.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:node:n1", Groups: []string{"system:nodes", "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "create", Group: "coordination.k8s.io", Resource: "leases"},
+	}}, metav1.CreateOptions{})
+	if err != nil || sar.Status.Allowed {
+		t.Errorf("a node may create Leases in kube-system: %v, %+v", err, sar.Status)
 	}
 
 	// Discovery lists the three resources, as clients look for them.

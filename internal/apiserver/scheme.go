@@ -56,6 +56,7 @@ var served = []struct {
 		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaimList{},
 		&corev1.Event{}, &corev1.EventList{},
 		&corev1.Service{}, &corev1.ServiceList{},
+		//lint:ignore SA1019 v1 Endpoints are deprecated, not gone: the kubernetes Service's are served and kept as upstream keeps them.
 		&corev1.Endpoints{}, &corev1.EndpointsList{},
 	}},
 	{discoveryv1.SchemeGroupVersion, discoveryv1.AddToScheme, []runtime.Object{

@@ -1,5 +1,7 @@
 package defaults
 
+//lint:file-ignore SA1019 v1 Endpoints are deprecated, not gone: the kubernetes Service's are served and kept as upstream keeps them.
+
 import (
 	"testing"
 

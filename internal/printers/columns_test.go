@@ -43,6 +43,7 @@ func TestColumnDefinitions(t *testing.T) {
 		{"persistentvolumeclaims", persistentVolumeClaims, &corev1.PersistentVolumeClaim{}},
 		{"events", events, &corev1.Event{}},
 		{"services", services, &corev1.Service{}},
+		//lint:ignore SA1019 v1 Endpoints are deprecated, not gone: the kubernetes Service's are served and kept as upstream keeps them.
 		{"endpoints", endpoints, &corev1.Endpoints{}},
 		{"endpointslices", endpointSlices, &discoveryv1.EndpointSlice{}},
 		{"leases", leases, &coordinationv1.Lease{}},

@@ -153,6 +153,7 @@ func testKilledReplicaLeavesEndpoints(t *testing.T, killed *server, replicas []*
 	}
 	// The bound counts from the kill, which came before the previous subtest's waits.
 	eventually(t, 25*time.Second+20*time.Second, func() error {
+		//lint:ignore SA1019 v1 Endpoints are deprecated, not gone: the kubernetes Service's are served and kept as upstream keeps them.
 		var ep corev1.Endpoints
 		if err := json.Unmarshal([]byte(survivors[0].kubectl(t, "get", "endpoints", "kubernetes", "-n", "default", "-o", "json")), &ep); err != nil {
 			return err

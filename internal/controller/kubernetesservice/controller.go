@@ -6,6 +6,8 @@
 // Interval after its lease ran out; one that stops cleanly leaves at once.
 package kubernetesservice
 
+//lint:file-ignore SA1019 v1 Endpoints are deprecated, not gone: the kubernetes Service's are served and kept as upstream keeps them.
+
 import (
 	"cmp"
 	"context"

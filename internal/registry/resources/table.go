@@ -147,10 +147,13 @@ func table() []row {
 			shortNames: []string{"svc"},
 			categories: []string{"all"},
 		},
+		//lint:ignore SA1019 deprecated, still served: the kubernetes Service's Endpoints.
 		resource[*corev1.Endpoints]{
 			gv: corev1.SchemeGroupVersion, plural: "endpoints", singular: "endpoints", kind: "Endpoints",
+			//lint:ignore SA1019 deprecated, still served: the kubernetes Service's Endpoints.
 			newObj:  func() runtime.Object { return &corev1.Endpoints{} },
 			newList: func() runtime.Object { return &corev1.EndpointsList{} },
+			//lint:ignore SA1019 deprecated, still served: the kubernetes Service's Endpoints.
 			rules: store.Rules[*corev1.Endpoints]{
 				Namespaced: true, Validate: validation.ValidateEndpoints, ValidateUpdate: validation.ValidateEndpointsUpdate,
 			},

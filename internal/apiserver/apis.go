@@ -96,6 +96,7 @@ var groups = []apiGroup{
 		return map[string]rest.Storage{"serviceaccounts/token": serviceaccount.NewTokenREST(d.tokens, getters)}
 	}},
 	{"coordination.k8s.io", v("v1"), described("coordination.k8s.io"), nil},
+	{"discovery.k8s.io", v("v1"), described("discovery.k8s.io"), nil},
 	{"authentication.k8s.io", v("v1"), []restConstructor{
 		static("selfsubjectreviews", &selfsubjectreview.REST{}),
 		func(d apiDeps) (map[string]rest.Storage, error) {

@@ -35,6 +35,12 @@ func RegisterDefaults(s *runtime.Scheme) {
 	register(s, ClusterRoleBindingList)
 	register(s, CertificateSigningRequestV1beta1)
 	register(s, CertificateSigningRequestListV1beta1)
+	register(s, Service)
+	register(s, ServiceList)
+	register(s, Endpoints)
+	register(s, EndpointsList)
+	register(s, EndpointSlice)
+	register(s, EndpointSliceList)
 }
 
 func register[T any, PT interface {

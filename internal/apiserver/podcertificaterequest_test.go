@@ -236,4 +236,21 @@ func TestPodCertificateRequestStatusNeedsSign(t *testing.T) {
 	if _, err := signer.CertificatesV1().PodCertificateRequests("default").UpdateStatus(ctx, got, metav1.UpdateOptions{}); !causeAt(err, "status") {
 		t.Errorf("changing an issued status: got %v, want 422 at status", err)
 	}
+
+	// Two issued (mine, theirs), none refused counted; three requested; every signer here is
+	// not a built-in one, so all count as "other".
+	sum := scrapeMetrics(t, s.testServer)
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+		value  float64
+	}{
+		{"apiserver_pod_certificate_requests_requested_total", map[string]string{"signer": "other"}, 3},
+		{"apiserver_pod_certificate_requests_answered_total", map[string]string{"signer": "other", "condition": "Issued"}, 2},
+		{"apiserver_pod_certificate_requests_issuance_duration_seconds_count", map[string]string{"signer": "other"}, 2},
+	} {
+		if v, ok := sum(want.name, want.labels); !ok || v < want.value {
+			t.Errorf("%s%v = %v (found %v); want at least %v", want.name, want.labels, v, ok, want.value)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -68,6 +69,18 @@ spec:
 	}
 	if out, err := s.kubectlErr("get", "podcertificaterequests", "--field-selector", "spec.podUID=x"); err == nil {
 		t.Errorf("a selector on an unsupported field succeeded:\n%s", out)
+	}
+	if out := s.kubectl(t, "api-resources", "--api-group", "certificates.k8s.io"); !regexp.MustCompile(`(?m)^podcertificaterequests\s+certificates\.k8s\.io/v1\s+true\s+PodCertificateRequest$`).MatchString(out) {
+		t.Errorf("api-resources:\n%s", out)
+	}
+	// Metadata changes through a strategic merge patch and server-side apply; the spec stays.
+	s.kubectl(t, "label", "podcertificaterequests", "web-0-a", "team=web")
+	s.kubectl(t, "apply", "--server-side", "-f", request("v1", "web-0-b", "node-b", ""))
+	if got := s.kubectl(t, "get", "podcertificaterequests", "web-0-a", "-o", "jsonpath={.metadata.labels.team}"); got != "web" {
+		t.Errorf("label team = %q", got)
+	}
+	if out, err := s.kubectlErr("apply", "--server-side", "--force-conflicts", "-f", request("v1", "web-0-b", "node-c", "")); err == nil || !strings.Contains(out, "immutable") {
+		t.Errorf("applying another spec.nodeName: err %v\n%s", err, out)
 	}
 	out, err = s.kubectlErr("create", "-f", request("v1beta1", "legacy", "node-a", "  pkixPublicKey: "+base64.StdEncoding.EncodeToString([]byte("key"))+"\n"))
 	if err == nil || !strings.Contains(out, "spec.stubPKCS10Request") || !strings.Contains(out, "is invalid") {

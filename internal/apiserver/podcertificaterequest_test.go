@@ -1,11 +1,13 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -124,6 +126,25 @@ func TestPodCertificateRequestV1beta1(t *testing.T) {
 	}
 	if got.Spec.MaxExpirationSeconds == nil || *got.Spec.MaxExpirationSeconds != 86400 {
 		t.Errorf("maxExpirationSeconds %v, want 86400", got.Spec.MaxExpirationSeconds)
+	}
+	// Whatever version it came through, etcd holds the v1 form.
+	client, err := newEtcdClient([]string{s.etcd.clientURL}, "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	resp, err := client.Get(ctx, "/registry/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	for _, kv := range resp.Kvs {
+		if strings.HasSuffix(string(kv.Key), "podcertificaterequests/default/beta") {
+			raw = kv.Value
+		}
+	}
+	if !bytes.Contains(raw, []byte("certificates.k8s.io/v1\x12")) {
+		t.Errorf("stored as %q, want certificates.k8s.io/v1", raw[:min(len(raw), 48)])
 	}
 	for name, set := range map[string]func(*certificatesv1beta1.PodCertificateRequest){
 		"pkixPublicKey":     func(r *certificatesv1beta1.PodCertificateRequest) { r.Spec.PKIXPublicKey = []byte("key") },

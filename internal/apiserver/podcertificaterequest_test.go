@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/idplane/idplane/internal/testing/pcrtest"
 )
@@ -80,18 +81,22 @@ func TestPodCertificateRequestAPI(t *testing.T) {
 		t.Errorf("listing by an unsupported field: got %v, want BadRequest", err)
 	}
 
-	table := &metav1.Table{}
-	err = s.client.CertificatesV1().RESTClient().Get().Namespace("default").Resource("podcertificaterequests").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(table)
-	if err != nil {
-		t.Fatalf("getting the table: %v", err)
-	}
-	var names []string
-	for _, c := range table.ColumnDefinitions {
-		names = append(names, c.Name)
-	}
-	if got := strings.Join(names, ","); got != "Name,SignerName,Pod,ServiceAccount,Condition,Age,Node" {
-		t.Errorf("columns %s", got)
+	for version, rc := range map[string]interface {
+		Get() *rest.Request
+	}{"v1": s.client.CertificatesV1().RESTClient(), "v1beta1": s.client.CertificatesV1beta1().RESTClient()} {
+		table := &metav1.Table{}
+		err = rc.Get().Namespace("default").Resource("podcertificaterequests").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(table)
+		if err != nil {
+			t.Fatalf("getting the %s table: %v", version, err)
+		}
+		var names []string
+		for _, c := range table.ColumnDefinitions {
+			names = append(names, c.Name)
+		}
+		if got := strings.Join(names, ","); got != "Name,SignerName,Pod,ServiceAccount,Condition,Age,Node" || len(table.Rows) != 2 {
+			t.Errorf("%s table: columns %s, %d rows", version, got, len(table.Rows))
+		}
 	}
 
 	beta, err := s.client.CertificatesV1beta1().PodCertificateRequests("default").Get(ctx, "first", metav1.GetOptions{})

@@ -271,9 +271,9 @@ func TestPodCertificateRequestStatusNeedsSign(t *testing.T) {
 		labels map[string]string
 		value  float64
 	}{
-		{"apiserver_pod_certificate_requests_requested_total", map[string]string{"signer": "other"}, 3},
-		{"apiserver_pod_certificate_requests_answered_total", map[string]string{"signer": "other", "condition": "Issued"}, 2},
-		{"apiserver_pod_certificate_requests_issuance_duration_seconds_count", map[string]string{"signer": "other"}, 2},
+		{"apiserver_pod_certificate_requests_requested_total", map[string]string{"signerName": "other"}, 3},
+		{"apiserver_pod_certificate_requests_answered_total", map[string]string{"signerName": "other", "condition": "Issued"}, 2},
+		{"apiserver_pod_certificate_requests_issuance_duration_seconds_count", map[string]string{"signerName": "other"}, 2},
 	} {
 		if v, ok := sum(want.name, want.labels); !ok || v < want.value {
 			t.Errorf("%s%v = %v (found %v); want at least %v", want.name, want.labels, v, ok, want.value)

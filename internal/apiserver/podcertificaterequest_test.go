@@ -170,8 +170,13 @@ func TestPodCertificateRequestV1beta1(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored.Annotations = map[string]string{"a": "b"}
-	if _, err := beta.Update(ctx, v1beta1Of(t, stored), metav1.UpdateOptions{}); err != nil {
-		t.Errorf("updating metadata through v1beta1: %v", err)
+	updated, err := beta.Update(ctx, v1beta1Of(t, stored), metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("updating metadata through v1beta1: %v", err)
+	}
+	updated.Spec.PKIXPublicKey = []byte("key")
+	if _, err := beta.Update(ctx, updated, metav1.UpdateOptions{}); !causeAt(err, "spec.stubPKCS10Request") {
+		t.Errorf("adding pkixPublicKey by a v1beta1 update: got %v, want 422 at spec.stubPKCS10Request", err)
 	}
 }
 

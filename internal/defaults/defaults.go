@@ -41,6 +41,10 @@ func RegisterDefaults(s *runtime.Scheme) {
 	register(s, EndpointsList)
 	register(s, EndpointSlice)
 	register(s, EndpointSliceList)
+	register(s, PodCertificateRequest)
+	register(s, PodCertificateRequestList)
+	register(s, PodCertificateRequestV1beta1)
+	register(s, PodCertificateRequestListV1beta1)
 }
 
 func register[T any, PT interface {

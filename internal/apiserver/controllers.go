@@ -25,6 +25,7 @@ import (
 	"github.com/idplane/idplane/internal/authz/rbac"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/certificates/podcert"
 	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
 	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
@@ -61,6 +62,9 @@ type controllerContext struct {
 	// apiServerNames are the names the serving certificate covers, which no node's may.
 	apiServerNames certificates.ServerNames
 	informers      informers.SharedInformerFactory
+	// podCerts are the built-in pod certificate signers' CAs, podCertOptions their settings.
+	podCerts       podCertCAs
+	podCertOptions PodCertificateOptions
 }
 
 // controller builds one controller and returns how to run it until ctx ends.
@@ -132,8 +136,11 @@ var leaderControllers = []controller{
 		for name, s := range cc.signers {
 			cas[name] = s.CA
 		}
+		// The SVIDs' trust anchor; the client-pod CA is for the API server alone to trust.
+		cas[podcert.SPIFFESignerName] = cc.podCerts[podcert.SPIFFESignerName]
 		return trustbundlepublisher.New(cc.client, cas).Run, nil
 	}},
+	{"podcertificate-signing-controller", podCertificateSigningController},
 }
 
 // buildControllers builds every leader controller on fresh informers.
@@ -184,6 +191,10 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		caPEM: a.in.caPEM, issuer: tokens.config.Issuer,
 		signers: signers, signingDuration: a.o.ClusterSigningDuration,
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
+		podCerts: a.podCerts, podCertOptions: a.o.PodCertificates,
+	}
+	if err := a.podCerts.addReloadHook(srv); err != nil {
+		return err
 	}
 	var elector *leaderelection.Elector
 	if le := a.o.LeaderElection; le.LeaderElect {

@@ -73,6 +73,7 @@ var served = []struct {
 	{certificatesv1.SchemeGroupVersion, certificatesv1.AddToScheme, []runtime.Object{
 		&certificatesv1.CertificateSigningRequest{}, &certificatesv1.CertificateSigningRequestList{},
 		&certificatesv1.ClusterTrustBundle{}, &certificatesv1.ClusterTrustBundleList{},
+		&certificatesv1.PodCertificateRequest{}, &certificatesv1.PodCertificateRequestList{},
 	}},
 	// v1beta1 has no internal form of its own: it converts to and from v1 (see init).
 	{certificatesv1beta1.SchemeGroupVersion, certificatesv1beta1.AddToScheme, nil},

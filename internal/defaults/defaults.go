@@ -35,6 +35,10 @@ func RegisterDefaults(s *runtime.Scheme) {
 	register(s, ClusterRoleBindingList)
 	register(s, CertificateSigningRequestV1beta1)
 	register(s, CertificateSigningRequestListV1beta1)
+	register(s, PodCertificateRequest)
+	register(s, PodCertificateRequestList)
+	register(s, PodCertificateRequestV1beta1)
+	register(s, PodCertificateRequestListV1beta1)
 }
 
 func register[T any, PT interface {

@@ -46,6 +46,7 @@ func TestColumnDefinitions(t *testing.T) {
 		{"csinodes", csiNodes, &storagev1.CSINode{}},
 		{"certificatesigningrequests", certificateSigningRequests, &certificatesv1.CertificateSigningRequest{}},
 		{"clustertrustbundles", clusterTrustBundles, &certificatesv1.ClusterTrustBundle{}},
+		{"podcertificaterequests", podCertificateRequests, &certificatesv1.PodCertificateRequest{}},
 		{"roles", roles, &rbacv1.Role{}},
 		{"clusterroles", clusterRoles, &rbacv1.ClusterRole{}},
 		{"rolebindings", roleBindings, &rbacv1.RoleBinding{}},

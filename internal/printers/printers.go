@@ -212,6 +212,7 @@ var tables = map[schema.GroupResource]rest.TableConvertor{
 	storagev1.Resource("csinodes"):                        csiNodes,
 	certificatesv1.Resource("certificatesigningrequests"): certificateSigningRequests,
 	certificatesv1.Resource("clustertrustbundles"):        clusterTrustBundles,
+	certificatesv1.Resource("podcertificaterequests"):     podCertificateRequests,
 	rbacv1.Resource("roles"):                              roles,
 	rbacv1.Resource("clusterroles"):                       clusterRoles,
 	rbacv1.Resource("rolebindings"):                       roleBindings,

@@ -103,6 +103,14 @@ func init() {
 	for _, gv := range []schema.GroupVersion{windowsv1.SchemeGroupVersion, windowsv1alpha1.SchemeGroupVersion} {
 		add(kind{gv.WithKind("GMSACredentialSpec"), false, nil, nil})
 	}
+	// A node lists and watches only its pods' requests, by spec.nodeName; signers by spec.signerName.
+	// v1beta1 lists select the stored v1 objects by the same names.
+	for _, gv := range []schema.GroupVersion{certificatesv1.SchemeGroupVersion, certificatesv1beta1.SchemeGroupVersion} {
+		add(kind{gv.WithKind("PodCertificateRequest"), true, &certificatesv1.PodCertificateRequest{}, func(o runtime.Object) fields.Set {
+			r := o.(*certificatesv1.PodCertificateRequest)
+			return fields.Set{"spec.signerName": r.Spec.SignerName, "spec.podName": r.Spec.PodName, "spec.nodeName": string(r.Spec.NodeName)}
+		}})
+	}
 	// Selectors on v1beta1 lists name the same fields; the objects filtered are the stored v1 ones.
 	add(kind{certificatesv1beta1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), false, &certificatesv1.CertificateSigningRequest{}, func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}

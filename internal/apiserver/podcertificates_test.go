@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/spiffe/go-spiffe/v2/bundle/spiffebundle"
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
+	"github.com/spiffe/go-spiffe/v2/svid/x509svid"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -317,4 +319,104 @@ anonymous:
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("anonymous GET of another path: %d, want 401", resp.StatusCode)
 	}
+}
+
+// waitAnswered waits for the request's terminal condition, on a watch of it.
+func waitAnswered(t *testing.T, s *testServer, pcr *certificatesv1.PodCertificateRequest) *certificatesv1.PodCertificateRequest {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pcrs := s.client.CertificatesV1().PodCertificateRequests(pcr.Namespace)
+	w, err := pcrs.Watch(ctx, metav1.SingleObject(pcr.ObjectMeta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if got, ok := ev.Object.(*certificatesv1.PodCertificateRequest); ok && len(got.Status.Conditions) > 0 {
+			return got
+		}
+	}
+	t.Fatalf("pod certificate request %s was not answered", pcr.Name)
+	return nil
+}
+
+func createPCR(t *testing.T, s *testServer, pcr *certificatesv1.PodCertificateRequest) *certificatesv1.PodCertificateRequest {
+	t.Helper()
+	created, err := s.client.CertificatesV1().PodCertificateRequests(pcr.Namespace).Create(context.Background(), pcr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a pod certificate request: %v", err)
+	}
+	return waitAnswered(t, s, created)
+}
+
+// TestPodCertificateRequestsIssued: through the API, each built-in signer answers: the SVID
+// verifies against the published bundle with the pod's SPIFFE ID, the client-pod certificate
+// makes SelfSubjectReview say the service account until the pod is deleted, and the rules deny
+// with the API's reasons.
+func TestPodCertificateRequestsIssued(t *testing.T) {
+	s := startTestServer(t, t.TempDir(), nil)
+	ctx := context.Background()
+	f := newPodCertFixture(t, s, "n1", "p")
+
+	svidKey := newECKey(t)
+	svidPCR := createPCR(t, s, f.request(t, podcert.SPIFFESignerName, svidKey))
+	if c := svidPCR.Status.Conditions; c[0].Type != "Issued" || svidPCR.Status.CertificateChain == "" {
+		t.Fatalf("SPIFFE request: %+v", svidPCR.Status.Conditions)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(s.dataDir, "pki", "spiffe-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := podcert.Bundle(caPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := spiffeid.RequireTrustDomainFromString("cluster.local")
+	sb, err := spiffebundle.Parse(td, bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svid, err := x509svid.Parse([]byte(svidPCR.Status.CertificateChain), keyPEM(t, svidKey))
+	if err != nil {
+		t.Fatalf("go-spiffe refuses the issued SVID: %v", err)
+	}
+	if id, _, err := x509svid.Verify(svid.Certificates, sb); err != nil || id.String() != "spiffe://cluster.local/ns/default/sa/bot" {
+		t.Errorf("SVID verifies as %v: %v", id, err)
+	}
+
+	clientKey := newECKey(t)
+	clientPCR := createPCR(t, s, f.request(t, podcert.ClientPodSignerName, clientKey))
+	if c := clientPCR.Status.Conditions; c[0].Type != "Issued" {
+		t.Fatalf("client-pod request: %+v", c)
+	}
+	if d := clientPCR.Status.NotAfter.Sub(clientPCR.Status.NotBefore.Time); d != 24*time.Hour {
+		t.Errorf("client-pod certificate lifetime %v, want 24h", d)
+	}
+	client := certClientFor(t, s, []byte(clientPCR.Status.CertificateChain), clientKey)
+	checkWhoami(t, client, f)
+
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := createPCR(t, s, f.request(t, podcert.SPIFFESignerName, edKey))
+	if c := denied.Status.Conditions[0]; c.Type != "Denied" || c.Reason != "UnsupportedKeyType" || denied.Status.CertificateChain != "" {
+		t.Errorf("Ed25519 SPIFFE request: %+v", c)
+	}
+	annotated := f.request(t, podcert.ClientPodSignerName, newECKey(t))
+	annotated.Spec.UnverifiedUserAnnotations = map[string]string{"example.com/ttl": "1h"}
+	if c := createPCR(t, s, annotated).Status.Conditions[0]; c.Type != "Denied" || c.Reason != "InvalidUnverifiedUserAnnotations" {
+		t.Errorf("annotated request: %+v", c)
+	}
+
+	if err := s.client.CoreV1().Pods("default").Delete(ctx, f.pod.Name, *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deleted pod's certificate refused", func() error {
+		if _, err := selfReview(client); !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("whoami: %v, want 401", err)
+		}
+		return nil
+	})
 }

@@ -57,6 +57,8 @@ func fixtureGraph() *Graph {
 	g.AddPV(newPV("pv2", claimRef("ns", "claim2"), &corev1.SecretReference{Namespace: "storage", Name: "pv-s2"}))
 	g.AddVolumeAttachment("va1", "n1")
 	g.AddVolumeAttachment("va2", "n2")
+	g.AddPodCertificateRequest("ns", "pcr1", "n1")
+	g.AddPodCertificateRequest("ns", "pcr2", "n2")
 	return g
 }
 
@@ -135,6 +137,21 @@ func TestAuthorize(t *testing.T) {
 		{"own volume attachment", "n1", call{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va1"}, allow, ""},
 		{"another node's volume attachment", "n1", call{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va2"}, no, ""},
 		{"volume attachments listed", "n1", call{verb: "list", group: "storage.k8s.io", resource: "volumeattachments"}, no, ""},
+		// pod certificate requests
+		{"pcr created", "n1", call{verb: "create", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns"}, allow, reasonDeferred},
+		{"own pod's pcr", "n1", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr1"}, allow,
+			"the podcertificaterequest is for a pod on the requesting node"},
+		{"another node's pcr", "n1", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr2"}, no,
+			`no relationship found between node "n1" and podcertificaterequest "ns/pcr2"`},
+		{"own pcrs listed", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests", selector: "spec.nodeName=n1"}, allow, reasonNodePods},
+		{"own pcrs watched in a namespace", "n1", call{verb: "watch", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", selector: "spec.nodeName=n1"}, allow, reasonNodePods},
+		{"pcrs listed", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests"}, no,
+			`node "n1" may only list or watch podcertificaterequests with field selector spec.nodeName=n1`},
+		{"another node's pcrs listed", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests", selector: "spec.nodeName=n2"}, no, ""},
+		{"pcr listed by name", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", selector: "metadata.name=pcr1"}, no, ""},
+		{"own pcr's status written", "n1", call{verb: "update", group: "certificates.k8s.io", resource: "podcertificaterequests", sub: "status", ns: "ns", name: "pcr1"}, no, ""},
+		{"own pcr updated", "n1", call{verb: "update", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr1"}, no, ""},
+		{"own pcr deleted", "n1", call{verb: "delete", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr1"}, no, ""},
 		{"own CSINode read", "n1", call{verb: "get", group: "storage.k8s.io", resource: "csinodes", name: "n1"}, allow, ""},
 		{"own CSINode created", "n1", call{verb: "create", group: "storage.k8s.io", resource: "csinodes"}, allow, ""},
 		{"own CSINode patched", "n1", call{verb: "patch", group: "storage.k8s.io", resource: "csinodes", name: "n1"}, allow, ""},

@@ -2,12 +2,14 @@
 // service account only when one of the pods bound to it uses that object, and may otherwise
 // do what the fixed system:node policy allows.
 //
-// The relationships come from watches of pods, PersistentVolumes and VolumeAttachments and
+// The relationships come from watches of pods, PersistentVolumes, VolumeAttachments and
+// PodCertificateRequests and
 // point toward nodes:
 //
 //	node <- pod <- secret, configmap, serviceaccount, persistentvolumeclaim, resourceclaim
 //	                                  persistentvolumeclaim <- persistentvolume <- secret
 //	node <- volumeattachment
+//	node <- podcertificaterequest (by its spec.nodeName)
 //
 // Rather than walking these edges for every request, the graph keeps the set of (node,
 // object) pairs joined by a path, each with the number of paths. Writers update that set
@@ -67,6 +69,8 @@ type Graph struct {
 	// to the claim reaches every such node without looking at pods.
 	claimNodes  map[nsName][]nodeCount
 	attachments map[string]string
+	// pcrs holds the node of each PodCertificateRequest.
+	pcrs map[nsName]string
 	// scratch collects the keys of one update; reused under mu to save allocations.
 	scratch []objKey
 
@@ -77,6 +81,7 @@ type Graph struct {
 func NewGraph() *Graph {
 	return &Graph{
 		pods:        map[nsName]podRecord{},
+		pcrs:        map[nsName]string{},
 		pvs:         map[string]pvRecord{},
 		pvsByClaim:  map[nsName][]string{},
 		claimNodes:  map[nsName][]nodeCount{},
@@ -269,6 +274,38 @@ func (g *Graph) DeleteVolumeAttachment(name string) {
 	g.setAttachment(name, "")
 }
 
+// AddPodCertificateRequest records the node a PodCertificateRequest is for.
+func (g *Graph) AddPodCertificateRequest(namespace, name, nodeName string) {
+	defer observeAction(opAddPodCertificateRequest, time.Now())
+	g.setPodCertificateRequest(nsName{namespace, name}, nodeName)
+}
+
+// DeletePodCertificateRequest withdraws the request's node's access to it.
+func (g *Graph) DeletePodCertificateRequest(namespace, name string) {
+	defer observeAction(opDeletePodCertificateRequest, time.Now())
+	g.setPodCertificateRequest(nsName{namespace, name}, "")
+}
+
+func (g *Graph) setPodCertificateRequest(key nsName, nodeName string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	defer g.recordSizesLocked()
+	old := g.pcrs[key]
+	if old == nodeName {
+		return
+	}
+	keys := []objKey{{kindPodCertificateRequest, key.namespace, key.name}}
+	if old != "" {
+		g.applyLocked(old, keys, -1)
+	}
+	if nodeName == "" {
+		delete(g.pcrs, key)
+		return
+	}
+	g.pcrs[key] = nodeName
+	g.applyLocked(nodeName, keys, 1)
+}
+
 // applyLocked changes by delta the path counts from node to each of keys. A key listed
 // twice (a secret a pod names that its volume also needs) counts twice, and is withdrawn
 // twice.
@@ -290,6 +327,11 @@ func (g *Graph) path(node string, k kind, namespace, name string) ([]string, boo
 	switch k {
 	case kindVolumeAttachment:
 		if g.attachments[name] == node {
+			return []string{target, nodeStep}, true
+		}
+		return nil, false
+	case kindPodCertificateRequest:
+		if g.pcrs[nsName{namespace, name}] == node {
 			return []string{target, nodeStep}, true
 		}
 		return nil, false

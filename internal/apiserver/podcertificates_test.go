@@ -420,3 +420,54 @@ func TestPodCertificateRequestsIssued(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPodCertificateFromTheNode: the whole path as an agent takes it: the pod's node asks, with
+// its own credentials, for the pod's podCertificate source; the signer issues; the certificate
+// is the service account for the API, and stops being anyone once its node is gone.
+func TestPodCertificateFromTheNode(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	sa := ensureServiceAccount(t, s.client, "default", "bot")
+	node, err := s.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := s.client.CoreV1().Pods("default").Create(ctx, newPod("p", onNode("n1"), func(p *corev1.Pod) {
+		p.Spec.ServiceAccountName = "bot"
+		p.Spec.Volumes = []corev1.Volume{{Name: "cert", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{
+				SignerName: podcert.ClientPodSignerName, KeyType: "ED25519", CredentialBundlePath: "bundle.pem",
+			}}},
+		}}}}
+	}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := podCertFixture{sa: sa, node: node, pod: pod}
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcrs := nodeClient(t, s, "n1").CertificatesV1().PodCertificateRequests("default")
+	var created *certificatesv1.PodCertificateRequest
+	eventually(t, "the node creates the request", func() error {
+		created, err = pcrs.Create(ctx, f.request(t, podcert.ClientPodSignerName, key), metav1.CreateOptions{})
+		return err
+	})
+	issued := waitAnswered(t, s.testServer, created)
+	if c := issued.Status.Conditions[0]; c.Type != "Issued" {
+		t.Fatalf("the node's request: %+v", c)
+	}
+	client := certClientFor(t, s.testServer, []byte(issued.Status.CertificateChain), key)
+	checkWhoami(t, client, f)
+
+	if err := s.client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the certificate refused once its node is gone", func() error {
+		if _, err := selfReview(client); !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("whoami: %v, want 401", err)
+		}
+		return nil
+	})
+}

@@ -137,7 +137,9 @@ var leaderControllers = []controller{
 			cas[name] = s.CA
 		}
 		// The SVIDs' trust anchor; the client-pod CA is for the API server alone to trust.
-		cas[podcert.SPIFFESignerName] = cc.podCerts[podcert.SPIFFESignerName]
+		if ca, ok := cc.podCerts[podcert.SPIFFESignerName]; ok {
+			cas[podcert.SPIFFESignerName] = ca
+		}
 		return trustbundlepublisher.New(cc.client, cas).Run, nil
 	}},
 	{"podcertificate-signing-controller", podCertificateSigningController},

@@ -362,13 +362,10 @@ func TestPodCertificateRequestsIssued(t *testing.T) {
 	if c := svidPCR.Status.Conditions; c[0].Type != "Issued" || svidPCR.Status.CertificateChain == "" {
 		t.Fatalf("SPIFFE request: %+v", svidPCR.Status.Conditions)
 	}
-	caPEM, err := os.ReadFile(filepath.Join(s.dataDir, "pki", "spiffe-ca.crt"))
+	// The bundle as a federating party fetches it from the server.
+	bundle, err := s.client.CoreV1().RESTClient().Get().AbsPath(podcert.BundlePath).DoRaw(ctx)
 	if err != nil {
-		t.Fatal(err)
-	}
-	bundle, err := podcert.Bundle(caPEM)
-	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("fetching the SPIFFE bundle: %v", err)
 	}
 	td := spiffeid.RequireTrustDomainFromString("cluster.local")
 	sb, err := spiffebundle.Parse(td, bundle)

@@ -164,8 +164,11 @@ func clientPodLeaf(_ Params, id PodIdentity, kt KeyType) (*x509.Certificate, err
 }
 
 // Outcome is a signer's answer to a request: a condition type with its reason and message and,
-// when Issued, the certificate and its times.
+// when Issued, the certificate and its times. Retry, with no condition, says the CA cannot sign
+// at the moment (its files do not hold a pair that loads, say halfway through a rotation): the
+// request is to be asked again later, not failed for good; Message says why.
 type Outcome struct {
+	Retry     bool
 	Condition string
 	Reason    string
 	Message   string
@@ -197,9 +200,8 @@ const minLifetime = time.Hour
 // defaultMaxExpiration is maxExpirationSeconds when the request leaves it out (the API defaults it).
 const defaultMaxExpiration = 24 * time.Hour
 
-// Decide answers a request: Denied when it breaks the policy, Failed when the CA cannot sign
-// (a CA whose files do not load, or one expiring within the shortest lifetime the API allows),
-// else Issued with a certificate valid from a minute before now for the shortest of
+// Decide answers a request: Denied when it breaks the policy, Retry while the CA cannot sign,
+// Failed when the CA expires within the shortest lifetime the API allows, else Issued with a certificate valid from a minute before now for the shortest of
 // maxExpirationSeconds, the Duration and the policy's cap, refreshed at half-life.
 func (pol Policy) Decide(p Params, ca Signer, pcr *certificatesv1.PodCertificateRequest, now time.Time) Outcome {
 	spec := &pcr.Spec
@@ -251,7 +253,7 @@ func (pol Policy) Decide(p Params, ca Signer, pcr *certificatesv1.PodCertificate
 	tmpl.NotAfter = tmpl.NotBefore.Add(lifetime)
 	cert, err := ca.SignLeaf(tmpl, csr.PublicKey)
 	if err != nil {
-		return failed("SigningFailed", "%s: %v", pol.SignerName, err)
+		return Outcome{Retry: true, Message: fmt.Sprintf("%s: %v", pol.SignerName, err)}
 	}
 	if got := cert.NotAfter.Sub(cert.NotBefore); got < minLifetime {
 		return failed("CAExpiring", "%s: its CA expires at %s, leaving the certificate %v, less than the %v the API requires",

@@ -286,17 +286,18 @@ func (s shortCA) SignLeaf(tmpl *x509.Certificate, pub crypto.PublicKey) (*x509.C
 	return s.ca.SignLeaf(&t, pub)
 }
 
-// TestDecideFailed: a CA that cannot sign, or whose expiry would leave the certificate shorter
-// than the API's hour, fails the request rather than issuing what the API refuses.
-func TestDecideFailed(t *testing.T) {
+// TestDecideCANotSigning: a CA whose expiry would leave the certificate shorter than the API's
+// hour fails the request rather than issuing what the API refuses; a CA that cannot sign at the
+// moment leaves it to be asked again, with nothing issued or recorded.
+func TestDecideCANotSigning(t *testing.T) {
 	pol := Policies()[SPIFFESignerName]
-	for name, ca := range map[string]Signer{"CA does not load": failingCA{}, "CA expiring": shortCA{testCA(t, "spiffe")}} {
-		t.Run(name, func(t *testing.T) {
-			out := pol.Decide(params, ca, newPCR(t, SPIFFESignerName, ECDSAP256), time.Now())
-			if out.Condition != "Failed" || out.CertificateChain != "" {
-				t.Fatalf("got %+v, want Failed without a certificate", out)
-			}
-		})
+	out := pol.Decide(params, shortCA{testCA(t, "spiffe")}, newPCR(t, SPIFFESignerName, ECDSAP256), time.Now())
+	if out.Condition != "Failed" || out.Reason != "CAExpiring" || out.CertificateChain != "" || out.Retry {
+		t.Errorf("CA expiring: got %+v, want Failed without a certificate", out)
+	}
+	out = pol.Decide(params, failingCA{}, newPCR(t, SPIFFESignerName, ECDSAP256), time.Now())
+	if !out.Retry || out.Condition != "" || out.CertificateChain != "" || !strings.Contains(out.Message, "does not load") {
+		t.Errorf("CA not loading: got %+v, want Retry without a condition", out)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package podcertsigning answers the PodCertificateRequests of idplane's built-in pod
 // certificate signers: each request gets one terminal condition, Issued with a certificate,
-// Denied with the rule it breaks, or Failed when the signer's CA cannot sign. Requests of other
-// signers are left to their signers.
+// Denied with the rule it breaks, or Failed when the signer's CA expires too soon. While the CA
+// cannot sign at all (its files halfway through a rotation) a request is left pending and asked
+// again. Requests of other signers are left to their signers.
 package podcertsigning
 
 import (
@@ -116,6 +117,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	signer := c.cfg.Signers[pcr.Spec.SignerName]
 	now := c.cfg.Clock.Now()
 	out := signer.Policy.Decide(c.cfg.Params, signer.CA, pcr, now)
+	if out.Retry {
+		// Nothing is signed meanwhile; the queue's backoff asks again.
+		return fmt.Errorf("signing pod certificate request %s: %s", key, out.Message)
+	}
 	pcr = pcr.DeepCopy()
 	t := metav1.NewTime(now)
 	pcr.Status.Conditions = append(pcr.Status.Conditions, metav1.Condition{

@@ -2,12 +2,15 @@ package podcertsigning
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,7 +70,9 @@ func pcr(t *testing.T, name, signer string, ed bool) *certificatesv1.PodCertific
 	}
 }
 
-func newController(t *testing.T, objs ...*certificatesv1.PodCertificateRequest) (*Controller, *fake.Clientset, *clocktesting.FakeClock, map[string]*certificates.CA) {
+// newController runs the controller's informer over objs; edit, when given, changes the signers
+// before the controller is built.
+func newController(t *testing.T, edit func(map[string]Signer), objs ...*certificatesv1.PodCertificateRequest) (*Controller, *fake.Clientset, *clocktesting.FakeClock, map[string]*certificates.CA) {
 	t.Helper()
 	client := fake.NewClientset()
 	for _, o := range objs {
@@ -81,6 +86,9 @@ func newController(t *testing.T, objs ...*certificatesv1.PodCertificateRequest) 
 	signers := map[string]Signer{}
 	for name, ca := range cas {
 		signers[name] = Signer{Policy: policies[name], CA: ca}
+	}
+	if edit != nil {
+		edit(signers)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c, err := New(client, factory.Certificates().V1().PodCertificateRequests(), Config{
@@ -103,7 +111,7 @@ func newController(t *testing.T, objs ...*certificatesv1.PodCertificateRequest) 
 func TestSync(t *testing.T) {
 	issuedBefore := pcr(t, "done", podcert.SPIFFESignerName, false)
 	issuedBefore.Status.Conditions = []metav1.Condition{{Type: "Denied", Status: metav1.ConditionTrue, Reason: "Earlier"}}
-	c, client, clk, cas := newController(t,
+	c, client, clk, cas := newController(t, nil,
 		pcr(t, "spiffe", podcert.SPIFFESignerName, false),
 		pcr(t, "spiffe-ed", podcert.SPIFFESignerName, true),
 		pcr(t, "client", podcert.ClientPodSignerName, true),
@@ -168,7 +176,7 @@ func TestSync(t *testing.T) {
 // TestRun: a request created while the controller runs is answered; synchronised on the watch
 // of the request, not on time.
 func TestRun(t *testing.T) {
-	c, client, _, _ := newController(t)
+	c, client, _, _ := newController(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := client.CertificatesV1().PodCertificateRequests("ns").Watch(ctx, metav1.ListOptions{})
@@ -190,5 +198,32 @@ func TestRun(t *testing.T) {
 		case <-timeout:
 			t.Fatal("the request was not issued")
 		}
+	}
+}
+
+// brokenCA cannot sign, as a CA whose files are halfway through a rotation.
+type brokenCA struct{}
+
+func (brokenCA) SignLeaf(*x509.Certificate, crypto.PublicKey) (*x509.Certificate, error) {
+	return nil, errors.New("loading signing CA: the key does not match the certificate")
+}
+
+// TestSyncWhileTheCACannotSign: nothing is recorded and the sync fails, so the queue asks again.
+func TestSyncWhileTheCACannotSign(t *testing.T) {
+	c, client, _, _ := newController(t, func(signers map[string]Signer) {
+		s := signers[podcert.SPIFFESignerName]
+		s.CA = brokenCA{}
+		signers[podcert.SPIFFESignerName] = s
+	}, pcr(t, "waiting", podcert.SPIFFESignerName, false))
+	ctx := context.Background()
+	if err := c.sync(ctx, "ns/waiting"); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("sync: %v, want the CA's error", err)
+	}
+	got, err := client.CertificatesV1().PodCertificateRequests("ns").Get(ctx, "waiting", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != 0 || got.Status.CertificateChain != "" {
+		t.Fatalf("the request was answered while the CA could not sign: %+v", got.Status)
 	}
 }

@@ -110,8 +110,8 @@ func Policies() map[string]Policy {
 	return map[string]Policy{
 		SPIFFESignerName: {
 			SignerName: SPIFFESignerName,
-			// What SPIRE and the service meshes that consume SVIDs accept: no Ed25519 or P-521,
-			// which common TLS stacks (BoringSSL in Envoy among them) refuse.
+			// The key types SPIRE issues SVIDs for, with RSA 3072: not Ed25519 or P-521, which the
+			// TLS stacks of common service meshes do not accept by default.
 			KeyTypes: []KeyType{ECDSAP256, ECDSAP384, RSA3072, RSA4096},
 			leaf:     spiffeLeaf,
 		},

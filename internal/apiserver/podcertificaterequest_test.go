@@ -1,17 +1,20 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/idplane/idplane/internal/testing/pcrtest"
 )
@@ -78,18 +81,22 @@ func TestPodCertificateRequestAPI(t *testing.T) {
 		t.Errorf("listing by an unsupported field: got %v, want BadRequest", err)
 	}
 
-	table := &metav1.Table{}
-	err = s.client.CertificatesV1().RESTClient().Get().Namespace("default").Resource("podcertificaterequests").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(table)
-	if err != nil {
-		t.Fatalf("getting the table: %v", err)
-	}
-	var names []string
-	for _, c := range table.ColumnDefinitions {
-		names = append(names, c.Name)
-	}
-	if got := strings.Join(names, ","); got != "Name,SignerName,Pod,ServiceAccount,Condition,Age,Node" {
-		t.Errorf("columns %s", got)
+	for version, rc := range map[string]interface {
+		Get() *rest.Request
+	}{"v1": s.client.CertificatesV1().RESTClient(), "v1beta1": s.client.CertificatesV1beta1().RESTClient()} {
+		table := &metav1.Table{}
+		err = rc.Get().Namespace("default").Resource("podcertificaterequests").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(table)
+		if err != nil {
+			t.Fatalf("getting the %s table: %v", version, err)
+		}
+		var names []string
+		for _, c := range table.ColumnDefinitions {
+			names = append(names, c.Name)
+		}
+		if got := strings.Join(names, ","); got != "Name,SignerName,Pod,ServiceAccount,Condition,Age,Node" || len(table.Rows) != 2 {
+			t.Errorf("%s table: columns %s, %d rows", version, got, len(table.Rows))
+		}
 	}
 
 	beta, err := s.client.CertificatesV1beta1().PodCertificateRequests("default").Get(ctx, "first", metav1.GetOptions{})
@@ -124,6 +131,25 @@ func TestPodCertificateRequestV1beta1(t *testing.T) {
 	}
 	if got.Spec.MaxExpirationSeconds == nil || *got.Spec.MaxExpirationSeconds != 86400 {
 		t.Errorf("maxExpirationSeconds %v, want 86400", got.Spec.MaxExpirationSeconds)
+	}
+	// Whatever version it came through, etcd holds the v1 form.
+	client, err := newEtcdClient([]string{s.etcd.clientURL}, "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	resp, err := client.Get(ctx, "/registry/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	for _, kv := range resp.Kvs {
+		if strings.HasSuffix(string(kv.Key), "podcertificaterequests/default/beta") {
+			raw = kv.Value
+		}
+	}
+	if !bytes.Contains(raw, []byte("certificates.k8s.io/v1\x12")) {
+		t.Errorf("stored as %q, want certificates.k8s.io/v1", raw[:min(len(raw), 48)])
 	}
 	for name, set := range map[string]func(*certificatesv1beta1.PodCertificateRequest){
 		"pkixPublicKey":     func(r *certificatesv1beta1.PodCertificateRequest) { r.Spec.PKIXPublicKey = []byte("key") },
@@ -235,5 +261,22 @@ func TestPodCertificateRequestStatusNeedsSign(t *testing.T) {
 	got.Status.Conditions[0].Message = "changed"
 	if _, err := signer.CertificatesV1().PodCertificateRequests("default").UpdateStatus(ctx, got, metav1.UpdateOptions{}); !causeAt(err, "status") {
 		t.Errorf("changing an issued status: got %v, want 422 at status", err)
+	}
+
+	// Two issued (mine, theirs), none refused counted; three requested; every signer here is
+	// not a built-in one, so all count as "other".
+	sum := scrapeMetrics(t, s.testServer)
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+		value  float64
+	}{
+		{"apiserver_pod_certificate_requests_requested_total", map[string]string{"signer": "other"}, 3},
+		{"apiserver_pod_certificate_requests_answered_total", map[string]string{"signer": "other", "condition": "Issued"}, 2},
+		{"apiserver_pod_certificate_requests_issuance_duration_seconds_count", map[string]string{"signer": "other"}, 2},
+	} {
+		if v, ok := sum(want.name, want.labels); !ok || v < want.value {
+			t.Errorf("%s%v = %v (found %v); want at least %v", want.name, want.labels, v, ok, want.value)
+		}
 	}
 }

@@ -330,12 +330,12 @@ func TestRulesFor(t *testing.T) {
 			return slices.Contains(r.GetVerbs(), verb) && slices.Contains(r.GetAPIGroups(), group) && slices.Contains(r.GetResources(), resource)
 		})
 	}
-	for _, want := range [][3]string{{"list", "", "services"}, {"create", "", "pods"}, {"update", "", "pods/status"}, {"create", "", "nodes"}} {
+	for _, want := range [][3]string{{"list", "", "services"}, {"create", "", "pods"}, {"update", "", "pods/status"}, {"create", "", "nodes"}, {"create", "certificates.k8s.io", "podcertificaterequests"}} {
 		if !has(want[0], want[1], want[2]) {
 			t.Errorf("rules lack %v", want)
 		}
 	}
-	for _, narrowed := range [][3]string{{"get", "", "secrets"}, {"list", "", "pods"}, {"get", "", "nodes"}, {"get", "coordination.k8s.io", "leases"}, {"get", "", "persistentvolumes"}} {
+	for _, narrowed := range [][3]string{{"get", "", "secrets"}, {"list", "", "pods"}, {"get", "", "nodes"}, {"get", "coordination.k8s.io", "leases"}, {"get", "", "persistentvolumes"}, {"list", "certificates.k8s.io", "podcertificaterequests"}, {"get", "certificates.k8s.io", "podcertificaterequests"}} {
 		if has(narrowed[0], narrowed[1], narrowed[2]) {
 			t.Errorf("rules list %v, which depends on the object", narrowed)
 		}

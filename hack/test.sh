@@ -20,6 +20,7 @@ go test -run '^$' -fuzz FuzzPolicies -fuzztime 10s ./internal/certificates/
 go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 15s ./internal/serviceaccount/
 go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 10s ./internal/authn/bootstraptoken/
 go test -run '^$' -fuzz FuzzValidateTokenRequest -fuzztime 10s ./internal/validation/
+go test -run '^$' -fuzz FuzzPodCertificateRequest -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzCredSpecEqual -fuzztime 10s ./internal/gmsa/
 go test -run '^$' -fuzz FuzzRunAsUserName -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzValidateGMSACredSpecDocument -fuzztime 10s ./internal/validation/

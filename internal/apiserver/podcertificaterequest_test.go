@@ -170,8 +170,13 @@ func TestPodCertificateRequestV1beta1(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored.Annotations = map[string]string{"a": "b"}
-	if _, err := beta.Update(ctx, v1beta1Of(t, stored), metav1.UpdateOptions{}); err != nil {
-		t.Errorf("updating metadata through v1beta1: %v", err)
+	updated, err := beta.Update(ctx, v1beta1Of(t, stored), metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("updating metadata through v1beta1: %v", err)
+	}
+	updated.Spec.PKIXPublicKey = []byte("key")
+	if _, err := beta.Update(ctx, updated, metav1.UpdateOptions{}); !causeAt(err, "spec.stubPKCS10Request") {
+		t.Errorf("adding pkixPublicKey by a v1beta1 update: got %v, want 422 at spec.stubPKCS10Request", err)
 	}
 }
 
@@ -271,9 +276,9 @@ func TestPodCertificateRequestStatusNeedsSign(t *testing.T) {
 		labels map[string]string
 		value  float64
 	}{
-		{"apiserver_pod_certificate_requests_requested_total", map[string]string{"signer": "other"}, 3},
-		{"apiserver_pod_certificate_requests_answered_total", map[string]string{"signer": "other", "condition": "Issued"}, 2},
-		{"apiserver_pod_certificate_requests_issuance_duration_seconds_count", map[string]string{"signer": "other"}, 2},
+		{"apiserver_pod_certificate_requests_requested_total", map[string]string{"signerName": "other"}, 3},
+		{"apiserver_pod_certificate_requests_answered_total", map[string]string{"signerName": "other", "condition": "Issued"}, 2},
+		{"apiserver_pod_certificate_requests_issuance_duration_seconds_count", map[string]string{"signerName": "other"}, 2},
 	} {
 		if v, ok := sum(want.name, want.labels); !ok || v < want.value {
 			t.Errorf("%s%v = %v (found %v); want at least %v", want.name, want.labels, v, ok, want.value)

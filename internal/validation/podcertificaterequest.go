@@ -137,14 +137,14 @@ func ValidatePodCertificateRequestStatusUpdate(req, old *certificatesv1.PodCerti
 	statusPath := field.NewPath("status")
 	switch {
 	case pcrTerminal(old):
-		return unchanged(req.Status, old.Status, statusPath, "immutable after PodCertificateRequest is issued, denied, or failed")
+		return pcrStatusUnchanged(req.Status, old.Status, statusPath, "immutable after PodCertificateRequest is issued, denied, or failed")
 	case pcrHas(req, certificatesv1.PodCertificateRequestConditionTypeDenied), pcrHas(req, certificatesv1.PodCertificateRequestConditionTypeFailed):
-		return unchanged(req.Status, certificatesv1.PodCertificateRequestStatus{Conditions: req.Status.Conditions}, statusPath,
+		return pcrStatusUnchanged(req.Status, certificatesv1.PodCertificateRequestStatus{Conditions: req.Status.Conditions}, statusPath,
 			"non-condition status fields must be empty when denying or failing the PodCertificateRequest")
 	case pcrHas(req, certificatesv1.PodCertificateRequestConditionTypeIssued):
 		return validateIssuance(req, old, now)
 	default:
-		return unchanged(req.Status, old.Status, statusPath, `status is immutable unless transitioning to "Issued", "Denied", or "Failed"`)
+		return pcrStatusUnchanged(req.Status, old.Status, statusPath, `status is immutable unless transitioning to "Issued", "Denied", or "Failed"`)
 	}
 }
 
@@ -275,7 +275,7 @@ func pcrTerminal(req *certificatesv1.PodCertificateRequest) bool {
 	return false
 }
 
-func unchanged(got, want any, fldPath *field.Path, detail string) field.ErrorList {
+func pcrStatusUnchanged(got, want any, fldPath *field.Path, detail string) field.ErrorList {
 	if apiequality.Semantic.DeepEqual(got, want) {
 		return nil
 	}

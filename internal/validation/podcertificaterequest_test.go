@@ -300,3 +300,27 @@ func TestPodCertificateRequestErrorMessages(t *testing.T) {
 		t.Errorf("errors differ from %s (-want +got):\n%s", golden, diff)
 	}
 }
+
+// FuzzPodCertificateRequest feeds arbitrary stub requests and certificate chains to the create
+// and issue rules: whatever a node or a signer sends, the answer is an error list, never a panic.
+func FuzzPodCertificateRequest(f *testing.F) {
+	key := pcrtest.Key(f, pcrtest.ECDSAP256)
+	base := pcrtest.Request(f, key)
+	issued := base.DeepCopy()
+	pcrtest.Issue(f, issued, key, pcrNow, 24*time.Hour)
+	f.Add(base.Spec.StubPKCS10Request, issued.Status.CertificateChain)
+	f.Add([]byte("junk"), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+	f.Add([]byte{}, "")
+	f.Fuzz(func(t *testing.T, stub []byte, chain string) {
+		r := base.DeepCopy()
+		r.Spec.StubPKCS10Request = stub
+		ValidatePodCertificateRequest(r)
+		old := r.DeepCopy()
+		old.ResourceVersion = "1"
+		next := issued.DeepCopy()
+		next.ResourceVersion = "1"
+		next.Spec.StubPKCS10Request = stub
+		next.Status.CertificateChain = chain
+		ValidatePodCertificateRequestStatusUpdate(next, old, pcrNow)
+	})
+}

@@ -42,7 +42,7 @@ var reasonReached = [numKinds]string{
 	kindServiceAccount:        "a pod bound to the requesting node runs as this serviceaccount",
 	kindVolumeAttachment:      "the volumeattachment is attached to the requesting node",
 	kindResourceClaim:         "a pod bound to the requesting node uses this resourceclaim",
-	kindPodCertificateRequest: "the podcertificaterequest is for a pod on the requesting node",
+	kindPodCertificateRequest: "the podcertificaterequest is for a pod bound to the requesting node",
 }
 
 // Authorizer is the Node authorizer. It has an opinion only on requests from nodes: those

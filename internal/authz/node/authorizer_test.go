@@ -57,8 +57,10 @@ func fixtureGraph() *Graph {
 	g.AddPV(newPV("pv2", claimRef("ns", "claim2"), &corev1.SecretReference{Namespace: "storage", Name: "pv-s2"}))
 	g.AddVolumeAttachment("va1", "n1")
 	g.AddVolumeAttachment("va2", "n2")
-	g.AddPodCertificateRequest("ns", "pcr1", "n1")
-	g.AddPodCertificateRequest("ns", "pcr2", "n2")
+	g.AddPodCertificateRequest("ns", "pcr1", "p1", "n1")
+	g.AddPodCertificateRequest("ns", "pcr2", "p2", "n2")
+	// A request naming n1 for a pod bound elsewhere links to no node.
+	g.AddPodCertificateRequest("ns", "pcr-astray", "p2", "n1")
 	return g
 }
 
@@ -140,7 +142,9 @@ func TestAuthorize(t *testing.T) {
 		// pod certificate requests
 		{"pcr created", "n1", call{verb: "create", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns"}, allow, reasonDeferred},
 		{"own pod's pcr", "n1", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr1"}, allow,
-			"the podcertificaterequest is for a pod on the requesting node"},
+			"the podcertificaterequest is for a pod bound to the requesting node"},
+		{"pcr naming the node for another node's pod", "n1", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr-astray"}, no, ""},
+		{"pcr naming another node for the node's pod", "n2", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr-astray"}, no, ""},
 		{"another node's pcr", "n1", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr2"}, no,
 			`no relationship found between node "n1" and podcertificaterequest "ns/pcr2"`},
 		{"own pcrs listed", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests", selector: "spec.nodeName=n1"}, allow, reasonNodePods},

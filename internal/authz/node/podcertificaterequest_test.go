@@ -11,8 +11,9 @@ import (
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 )
 
-// TestAuthorizeFollowsPodCertificateRequests: a request reaches the node its spec names while it
-// exists, through the populator's handlers, and Explain shows the one step.
+// TestAuthorizeFollowsPodCertificateRequests: a request reaches its node through its pod: while
+// both exist and the pod is bound to the node the request names, whichever arrives first; the
+// populator's handlers feed the graph; Explain shows the path.
 func TestAuthorizeFollowsPodCertificateRequests(t *testing.T) {
 	g := NewGraph()
 	p := &Populator{graph: g}
@@ -22,21 +23,38 @@ func TestAuthorizeFollowsPodCertificateRequests(t *testing.T) {
 	}
 	a := NewAuthorizer(g, nil, bootstrap.NodeRules(), WithNodeRestriction())
 	get := call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr"}
-	if d, _ := decide(t, a, "n1", get); d == authorizer.DecisionAllow {
-		t.Fatal("allowed before the request was added")
+	allowed := func(node string) bool {
+		d, _ := decide(t, a, node, get)
+		return d == authorizer.DecisionAllow
 	}
-	p.addPCR(r)
-	if d, reason := decide(t, a, "n1", get); d != authorizer.DecisionAllow {
-		t.Errorf("n1 getting its request: %v (%s)", d, reason)
+	steps := []struct {
+		name     string
+		do       func()
+		n1, n2   bool
+		explains int
+	}{
+		{"nothing yet", func() {}, false, false, 0},
+		{"request before its pod", func() { p.addPCR(r) }, false, false, 0},
+		{"pod bound to n1", func() { g.AddPod(newPod("ns", "p", "n1")) }, true, false, 3},
+		{"pod moved to n2 (a new pod of the same name)", func() { g.AddPod(newPod("ns", "p", "n2")) }, false, false, 0},
+		{"pod back on n1", func() { g.AddPod(newPod("ns", "p", "n1")) }, true, false, 3},
+		{"request updated", func() { p.updatePCR(nil, r) }, true, false, 3},
+		{"request deleted", func() { p.deletePCR(cache.DeletedFinalStateUnknown{Key: "ns/pcr", Obj: r}) }, false, false, 0},
+		{"request again", func() { p.addPCR(r) }, true, false, 3},
+		{"pod deleted", func() { g.DeletePod("ns", "p") }, false, false, 0},
 	}
-	if d, _ := decide(t, a, "n2", get); d == authorizer.DecisionAllow {
-		t.Error("n2 got n1's request")
+	for _, s := range steps {
+		s.do()
+		if got1, got2 := allowed("n1"), allowed("n2"); got1 != s.n1 || got2 != s.n2 {
+			t.Errorf("%s: n1 allowed %v, n2 allowed %v; want %v, %v", s.name, got1, got2, s.n1, s.n2)
+		}
+		path, ok := a.Explain("n1", "podcertificaterequest", "ns", "pcr")
+		if ok != (s.explains > 0) || len(path) != s.explains {
+			t.Errorf("%s: Explain = %q, %v", s.name, path, ok)
+		}
 	}
-	if path, ok := a.Explain("n1", "podcertificaterequest", "ns", "pcr"); !ok || len(path) != 2 {
-		t.Errorf("Explain = %q, %v", path, ok)
-	}
-	p.deletePCR(cache.DeletedFinalStateUnknown{Key: "ns/pcr", Obj: r})
-	if d, _ := decide(t, a, "n1", get); d == authorizer.DecisionAllow {
-		t.Error("allowed after the request was deleted")
+	g.DeletePodCertificateRequest("ns", "pcr")
+	if len(g.pcrs) != 0 || len(g.pcrsByPod) != 0 || g.reach.live != 0 {
+		t.Errorf("after every delete the graph holds %d requests, %d pod entries, %d pairs", len(g.pcrs), len(g.pcrsByPod), g.reach.live)
 	}
 }

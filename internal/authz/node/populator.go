@@ -204,7 +204,7 @@ func (p *Populator) applyPCR(obj any, added int64) {
 		unexpected(obj)
 		return
 	}
-	p.graph.AddPodCertificateRequest(r.Namespace, r.Name, string(r.Spec.NodeName))
+	p.graph.AddPodCertificateRequest(r.Namespace, r.Name, r.Spec.PodName, string(r.Spec.NodeName))
 	p.objects[pcrsIndex].Add(added)
 	p.applied(pcrsIndex, r)
 }

@@ -24,18 +24,18 @@ var (
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "requested_total",
 		Help:           "PodCertificateRequests created, by signer (the built-in signers by name, others as \"other\").",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"signer"})
+	}, []string{"signerName"})
 	answered = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "answered_total",
 		Help:           "PodCertificateRequests a signer answered through /status, by signer and condition (Issued, Denied or Failed).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"signer", "condition"})
+	}, []string{"signerName", "condition"})
 	issuance = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "issuance_duration_seconds",
 		Help:           "Time from a PodCertificateRequest's creation to its issued certificate, by signer.",
 		Buckets:        []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"signer"})
+	}, []string{"signerName"})
 	registerMetrics sync.Once
 )
 

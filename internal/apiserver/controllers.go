@@ -36,6 +36,7 @@ import (
 	"github.com/idplane/idplane/internal/controller/tokencleaner"
 	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
 	"github.com/idplane/idplane/internal/leaderelection"
+	"github.com/idplane/idplane/internal/snapshot"
 )
 
 // systemNamespaces exist from the first start; NamespaceLifecycle keeps the first three from
@@ -61,6 +62,8 @@ type controllerContext struct {
 	// apiServerNames are the names the serving certificate covers, which no node's may.
 	apiServerNames certificates.ServerNames
 	informers      informers.SharedInformerFactory
+	// snapshots takes the scheduled snapshots; nil without --snapshot-schedule.
+	snapshots *snapshot.Scheduler
 }
 
 // controller builds one controller and returns how to run it until ctx ends.
@@ -134,6 +137,13 @@ var leaderControllers = []controller{
 		}
 		return trustbundlepublisher.New(cc.client, cas).Run, nil
 	}},
+	// One replica snapshots the shared store: the others' archives would be the same.
+	{"etcd-snapshotter", func(cc controllerContext) (func(context.Context), error) {
+		if cc.snapshots == nil {
+			return func(context.Context) {}, nil
+		}
+		return cc.snapshots.Run, nil
+	}},
 }
 
 // buildControllers builds every leader controller on fresh informers.
@@ -184,6 +194,9 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		caPEM: a.in.caPEM, issuer: tokens.config.Issuer,
 		signers: signers, signingDuration: a.o.ClusterSigningDuration,
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
+	}
+	if cc.snapshots, err = a.snapshotScheduler(); err != nil {
+		return err
 	}
 	var elector *leaderelection.Elector
 	if le := a.o.LeaderElection; le.LeaderElect {

@@ -24,6 +24,7 @@ import (
 	"github.com/idplane/idplane/internal/admission/noderestriction"
 	"github.com/idplane/idplane/internal/authz"
 	"github.com/idplane/idplane/internal/gmsa"
+	"github.com/idplane/idplane/internal/snapshot"
 )
 
 // Options are the settings of `idplane server`. The zero-flag defaults give a working control
@@ -71,6 +72,8 @@ type Options struct {
 
 	Encryption EncryptionOptions
 	Audit      AuditOptions
+	// Snapshots are the leader's scheduled snapshots of etcd and the keys.
+	Snapshots snapshot.ScheduleOptions
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
@@ -159,6 +162,8 @@ func NewOptions() *Options {
 		},
 		Shutdown: ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
 		Audit:    NewAuditOptions(),
+
+		Snapshots: snapshot.NewScheduleOptions(),
 	}
 }
 
@@ -204,6 +209,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Shutdown.SendRetryAfter, "shutdown-send-retry-after", o.Shutdown.SendRetryAfter, "On SIGTERM, keep listening until in-flight requests drained and answer new requests 429 with Retry-After instead of refusing connections.")
 	o.Encryption.AddFlags(fs)
 	o.Audit.AddFlags(fs)
+	o.Snapshots.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -273,5 +279,6 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
+	errs = append(errs, o.Snapshots.Validate()...)
 	return errors.Join(errs...)
 }

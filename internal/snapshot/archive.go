@@ -1,0 +1,213 @@
+// Package snapshot saves and restores what an idplane control plane cannot lose: a consistent
+// etcd snapshot, taken with etcd's own snapshot API, together with the data directory's pki/
+// (the CA and signer keys, the service-account key, the encryption configuration), in one
+// archive with a manifest of hashes; and it runs scheduled snapshots with retention.
+//
+// The archive is a tar file holding, in order:
+//
+//	manifest.json          what the archive holds: time, etcd revision, idplane version, files and their sha256
+//	etcd/snapshot.db       etcd's snapshot, with etcd's own sha256 trailer
+//	pki/<file>...          the keys and certificates of the data directory's pki/
+//	manifest.json.sha256   the sha256 of manifest.json, so that no byte of the manifest goes unchecked
+package snapshot
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+)
+
+const (
+	// formatVersion is the archive layout this code writes and reads.
+	formatVersion = 1
+	manifestName  = "manifest.json"
+	manifestSum   = "manifest.json.sha256"
+	// EtcdEntry is the etcd snapshot's name in the archive.
+	EtcdEntry = "etcd/snapshot.db"
+	pkiPrefix = "pki/"
+	// maxManifestSize bounds what is read before anything is verified.
+	maxManifestSize = 1 << 20
+)
+
+// Manifest says what an archive holds.
+type Manifest struct {
+	Format         int       `json:"format"`
+	Created        time.Time `json:"created"`
+	IdplaneVersion string    `json:"idplaneVersion"`
+	Etcd           EtcdInfo  `json:"etcd"`
+	Files          []File    `json:"files"`
+}
+
+// EtcdInfo describes the etcd snapshot, as etcd's snapshot status reads it.
+type EtcdInfo struct {
+	Revision       int64  `json:"revision"`
+	TotalKeys      int    `json:"totalKeys"`
+	StorageVersion string `json:"storageVersion,omitempty"`
+	// Hash is etcd's hash of the snapshot's contents (crc32-Castagnoli of every bucket).
+	Hash uint32 `json:"hash"`
+}
+
+// File is one file in the archive.
+type File struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	Mode   uint32 `json:"mode"`
+	SHA256 string `json:"sha256"`
+}
+
+// validEntryName is true for the only names an archive may hold: the etcd snapshot and plain
+// file names under pki/. Anything else (a path that climbs out, a nested directory) is refused
+// before it reaches the disk.
+func validEntryName(name string) bool {
+	if name == EtcdEntry {
+		return true
+	}
+	base, ok := strings.CutPrefix(name, pkiPrefix)
+	return ok && base != "" && base != "." && base != ".." && !strings.ContainsAny(base, `/\`) && path.Clean(name) == name
+}
+
+// validate checks a manifest read from an archive before any file is written.
+func (m *Manifest) validate() error {
+	if m.Format != formatVersion {
+		return fmt.Errorf("manifest format %d is not the %d this idplane reads", m.Format, formatVersion)
+	}
+	seen := map[string]bool{}
+	hasEtcd := false
+	for _, f := range m.Files {
+		switch {
+		case !validEntryName(f.Name):
+			return fmt.Errorf("manifest names %q, which is not an etcd snapshot or a pki file", f.Name)
+		case seen[f.Name]:
+			return fmt.Errorf("manifest names %q twice", f.Name)
+		case f.Size < 0:
+			return fmt.Errorf("manifest gives %q a negative size", f.Name)
+		case len(f.SHA256) != 2*sha256.Size:
+			return fmt.Errorf("manifest gives %q no sha256", f.Name)
+		}
+		seen[f.Name] = true
+		hasEtcd = hasEtcd || f.Name == EtcdEntry
+	}
+	if !hasEtcd {
+		return fmt.Errorf("manifest names no %s", EtcdEntry)
+	}
+	return nil
+}
+
+// archiveWriter writes the archive's entries in order.
+type archiveWriter struct {
+	tw      *tar.Writer
+	modTime time.Time
+}
+
+func (w *archiveWriter) entry(name string, size int64, mode uint32, r io.Reader) error {
+	hdr := &tar.Header{Name: name, Size: size, Mode: int64(mode), ModTime: w.modTime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	if err := w.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("writing %s to the archive: %w", name, err)
+	}
+	n, err := io.Copy(w.tw, r)
+	if err != nil {
+		return fmt.Errorf("writing %s to the archive: %w", name, err)
+	}
+	if n != size {
+		return fmt.Errorf("writing %s to the archive: %d bytes, expected %d (did it change while being read?)", name, n, size)
+	}
+	return nil
+}
+
+// writeManifest writes the manifest entry and returns its encoding, whose sha256 closes the archive.
+func (w *archiveWriter) writeManifest(m *Manifest) ([]byte, error) {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, '\n')
+	return data, w.entry(manifestName, int64(len(data)), 0o600, strings.NewReader(string(data)))
+}
+
+func (w *archiveWriter) writeManifestSum(manifest []byte) error {
+	sum := sha256.Sum256(manifest)
+	line := hex.EncodeToString(sum[:]) + "  " + manifestName + "\n"
+	return w.entry(manifestSum, int64(len(line)), 0o600, strings.NewReader(line))
+}
+
+// errCorrupt marks every way an archive can fail its checks.
+var errCorrupt = errors.New("the archive is truncated, corrupt or not an idplane snapshot")
+
+// readArchive reads an archive from r, handing every file the manifest names to store (which
+// writes it where it belongs) only after checking its name against the manifest, and checks every
+// file's size and sha256, the manifest's own sha256 and that nothing is missing or extra. store
+// must not make anything it writes visible: readArchive's caller discards it all on an error.
+func readArchive(r io.Reader, store func(f File, r io.Reader) error) (*Manifest, error) {
+	tr := tar.NewReader(r)
+	hdr, err := tr.Next()
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading its first entry: %w", errCorrupt, err)
+	}
+	if hdr.Name != manifestName || hdr.Typeflag != tar.TypeReg || hdr.Size > maxManifestSize {
+		return nil, fmt.Errorf("%w: its first entry is %q, not %s", errCorrupt, hdr.Name, manifestName)
+	}
+	manifestData, err := io.ReadAll(tr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s: %w", errCorrupt, manifestName, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(manifestData, &m); err != nil {
+		return nil, fmt.Errorf("%w: decoding %s: %w", errCorrupt, manifestName, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errCorrupt, err)
+	}
+	want := map[string]File{}
+	for _, f := range m.Files {
+		want[f.Name] = f
+	}
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading the entry after %d of %d files: %w", errCorrupt, len(m.Files)-len(want), len(m.Files), err)
+		}
+		if hdr.Name == manifestSum {
+			break
+		}
+		f, ok := want[hdr.Name]
+		if !ok || hdr.Typeflag != tar.TypeReg {
+			return nil, fmt.Errorf("%w: entry %q is not in the manifest, or there twice", errCorrupt, hdr.Name)
+		}
+		if hdr.Size != f.Size {
+			return nil, fmt.Errorf("%w: %s holds %d bytes, the manifest says %d", errCorrupt, f.Name, hdr.Size, f.Size)
+		}
+		delete(want, hdr.Name)
+		h := sha256.New()
+		if err := store(f, io.TeeReader(tr, h)); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("%w: reading %s: %w", errCorrupt, f.Name, err)
+			}
+			return nil, err
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
+			return nil, fmt.Errorf("%w: %s has sha256 %s, the manifest says %s", errCorrupt, f.Name, got, f.SHA256)
+		}
+	}
+	for name := range want {
+		return nil, fmt.Errorf("%w: %s is in the manifest but not in the archive", errCorrupt, name)
+	}
+	sumLine, err := io.ReadAll(io.LimitReader(tr, 256))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s: %w", errCorrupt, manifestSum, err)
+	}
+	sum := sha256.Sum256(manifestData)
+	if want := hex.EncodeToString(sum[:]) + "  " + manifestName + "\n"; string(sumLine) != want {
+		return nil, fmt.Errorf("%w: %s does not match %s", errCorrupt, manifestSum, manifestName)
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		return nil, fmt.Errorf("%w: the archive goes on after %s", errCorrupt, manifestSum)
+	}
+	return &m, nil
+}

@@ -1,0 +1,299 @@
+package snapshot
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.uber.org/zap"
+
+	"github.com/idplane/idplane/internal/version"
+)
+
+// Source is the etcd a snapshot is taken from.
+type Source struct {
+	// Endpoints are tried in order; the snapshot is the state of the first that answers.
+	Endpoints []string
+	// TLS is nil for the embedded etcd's unix socket.
+	TLS *tls.Config
+	// DialTimeout bounds connecting to each endpoint (default 5s).
+	DialTimeout time.Duration
+}
+
+// SaveOptions say what to save and where.
+type SaveOptions struct {
+	// PKIDir is the data directory's pki/; every regular file in it goes into the archive.
+	PKIDir string
+	// Path is the archive to write. It is written under a temporary name in its directory and
+	// renamed into place, so it never exists half-written.
+	Path string
+	// Force replaces an existing file at Path; without it Save refuses to.
+	Force bool
+	// Now stamps the manifest.
+	Now time.Time
+}
+
+// tempPattern names every temporary file Save writes beside the archive; see RemoveTemporaries.
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*" }
+
+// Save takes an online snapshot of src with etcd's snapshot API, checks it (etcd's sha256
+// trailer, then etcd's own snapshot status, which walks the database), and writes it with the
+// files of o.PKIDir and a manifest to o.Path, mode 0600.
+func Save(ctx context.Context, src Source, o SaveOptions) (*Manifest, error) {
+	if !o.Force {
+		if _, err := os.Lstat(o.Path); err == nil {
+			return nil, fmt.Errorf("%s exists: refusing to replace it (use --force to)", o.Path)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	dir := filepath.Dir(o.Path)
+	db, err := os.CreateTemp(dir, tempPattern(o.Path))
+	if err != nil {
+		return nil, fmt.Errorf("creating a temporary file beside %s: %w", o.Path, err)
+	}
+	defer os.Remove(db.Name())
+	defer db.Close()
+	if err := fetch(ctx, src, db); err != nil {
+		return nil, err
+	}
+	dbFile, etcd, err := checkEtcdSnapshot(db)
+	if err != nil {
+		return nil, err
+	}
+	pkiFiles, err := readPKI(o.PKIDir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{
+		Format: formatVersion, Created: o.Now.UTC().Truncate(time.Second), IdplaneVersion: version.String(),
+		Etcd: etcd, Files: append([]File{dbFile}, pkiFiles.files...),
+	}
+	if err := writeArchive(m, db, pkiFiles.data, o); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// fetch streams a snapshot from the first endpoint of src that answers into f.
+func fetch(ctx context.Context, src Source, f *os.File) error {
+	timeout := src.DialTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	var errs []error
+	for _, ep := range src.Endpoints {
+		err := fetchFrom(ctx, clientv3.Config{
+			Endpoints: []string{ep}, TLS: src.TLS, DialTimeout: timeout, Logger: zap.NewNop(),
+		}, f)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("taking an etcd snapshot: %w", errors.Join(errs...))
+}
+
+func fetchFrom(ctx context.Context, cfg clientv3.Config, f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	cli, err := clientv3.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	// Fail fast when nothing listens, instead of waiting in the stream for a connection.
+	statusCtx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	_, err = cli.Status(statusCtx, cfg.Endpoints[0])
+	cancel()
+	if err != nil {
+		return fmt.Errorf("no etcd answers: %w", err)
+	}
+	resp, err := cli.SnapshotWithVersion(ctx)
+	if err != nil {
+		return err
+	}
+	defer resp.Snapshot.Close()
+	if _, err := io.Copy(f, resp.Snapshot); err != nil {
+		return fmt.Errorf("receiving the snapshot: %w", err)
+	}
+	return f.Sync()
+}
+
+// checkEtcdSnapshot verifies the sha256 trailer etcd appends to a snapshot and reads the
+// snapshot's status with etcdutl, which checks the database's integrity page by page.
+func checkEtcdSnapshot(f *os.File) (File, EtcdInfo, error) {
+	sum, size, err := verifyEtcdTrailer(f)
+	if err != nil {
+		return File{}, EtcdInfo{}, err
+	}
+	st, err := etcdutl.NewV3(zap.NewNop()).Status(f.Name())
+	if err != nil {
+		return File{}, EtcdInfo{}, fmt.Errorf("checking the etcd snapshot: %w", err)
+	}
+	return File{Name: EtcdEntry, Size: size, Mode: 0o600, SHA256: sum},
+		EtcdInfo{Revision: st.Revision, TotalKeys: st.TotalKey, StorageVersion: st.Version, Hash: st.Hash}, nil
+}
+
+// verifyEtcdTrailer checks the snapshot's last 32 bytes against the sha256 of the rest (the check
+// etcdutl's restore makes) and returns the whole file's sha256 and size.
+func verifyEtcdTrailer(f *os.File) (string, int64, error) {
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return "", 0, err
+	}
+	// etcd pads the database to 512-byte sectors before it appends the sha256.
+	if size%512 != sha256.Size {
+		return "", 0, fmt.Errorf("the etcd snapshot (%d bytes) has no sha256 trailer: truncated?", size)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", 0, err
+	}
+	body, whole := sha256.New(), sha256.New()
+	if _, err := io.Copy(io.MultiWriter(body, whole), io.LimitReader(f, size-sha256.Size)); err != nil {
+		return "", 0, err
+	}
+	trailer := make([]byte, sha256.Size)
+	if _, err := io.ReadFull(f, trailer); err != nil {
+		return "", 0, err
+	}
+	whole.Write(trailer)
+	if !bytes.Equal(body.Sum(nil), trailer) {
+		return "", 0, errors.New("the etcd snapshot does not match its sha256 trailer")
+	}
+	return hex.EncodeToString(whole.Sum(nil)), size, nil
+}
+
+type pkiContents struct {
+	files []File
+	data  map[string][]byte
+}
+
+// readPKI reads every regular file of dir (the keys are small). Other entries (a directory, a
+// socket, a link that could point anywhere) are not part of a data directory's pki/ and are
+// refused rather than silently left out.
+func readPKI(dir string) (pkiContents, error) {
+	c := pkiContents{data: map[string][]byte{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return c, fmt.Errorf("reading the data directory's pki: %w", err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			return c, fmt.Errorf("%s is not a regular file: a data directory's pki holds only files", filepath.Join(dir, e.Name()))
+		}
+		// Temporaries of an interrupted write (pki.WriteFile) are not part of the state.
+		if e.Name()[0] == '.' {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return c, err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return c, err
+		}
+		sum := sha256.Sum256(data)
+		name := pkiPrefix + e.Name()
+		c.files = append(c.files, File{Name: name, Size: int64(len(data)), Mode: uint32(info.Mode().Perm()), SHA256: hex.EncodeToString(sum[:])})
+		c.data[name] = data
+	}
+	if len(c.files) == 0 {
+		return c, fmt.Errorf("%s holds no files: is it a data directory's pki?", dir)
+	}
+	slices.SortFunc(c.files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	return c, nil
+}
+
+// writeArchive writes the archive to a temporary file beside o.Path, syncs it and moves it into
+// place: with a hard link when o.Force is off, so that a file created there meanwhile is never
+// replaced, else with a rename.
+func writeArchive(m *Manifest, db *os.File, pki map[string][]byte, o SaveOptions) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(o.Path), tempPattern(o.Path))
+	if err != nil {
+		return fmt.Errorf("creating a temporary file beside %s: %w", o.Path, err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if err := tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	w := &archiveWriter{tw: tar.NewWriter(tmp), modTime: m.Created}
+	manifest, err := w.writeManifest(m)
+	if err != nil {
+		return err
+	}
+	for _, f := range m.Files {
+		var r io.Reader
+		if f.Name == EtcdEntry {
+			if _, err := db.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			r = db
+		} else {
+			r = bytes.NewReader(pki[f.Name])
+		}
+		if err := w.entry(f.Name, f.Size, f.Mode, r); err != nil {
+			return err
+		}
+	}
+	if err := w.writeManifestSum(manifest); err != nil {
+		return err
+	}
+	if err := w.tw.Close(); err != nil {
+		return fmt.Errorf("writing the archive: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing the archive: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the archive: %w", err)
+	}
+	if o.Force {
+		err = os.Rename(tmp.Name(), o.Path)
+	} else {
+		err = os.Link(tmp.Name(), o.Path)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s exists: refusing to replace it (use --force to)", o.Path)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("moving the archive into place: %w", err)
+	}
+	return syncDir(filepath.Dir(o.Path))
+}
+
+// syncDir makes a rename or link in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}

@@ -35,14 +35,14 @@ const RevisionBump = 1_000_000_000
 // sha256 trailer and the database's integrity and hash against the manifest) and restores it into
 // t.DataDir, which must not exist or be empty: the etcd snapshot with etcd's restore (a new
 // member in a new cluster, as etcd requires of a restore) and the pki files into pki/. All of it
-// is written to a temporary directory beside t.DataDir and renamed into place, so a failure
-// leaves nothing behind.
+// is written to a temporary directory and renamed into place, so a failure leaves nothing behind.
 func Restore(archive string, t Target) (*Manifest, error) {
 	dataDir, err := filepath.Abs(t.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkEmpty(dataDir); err != nil {
+	exists, err := checkEmpty(dataDir)
+	if err != nil {
 		return nil, err
 	}
 	f, err := os.Open(archive)
@@ -50,13 +50,17 @@ func Restore(archive string, t Target) (*Manifest, error) {
 		return nil, err
 	}
 	defer f.Close()
-	parent := filepath.Dir(dataDir)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	// The restore is built in a temporary directory on the target's file system: beside it, or
+	// inside it when it exists (it may be a mount point), and moved into place at the end.
+	parent, pattern := filepath.Dir(dataDir), "."+filepath.Base(dataDir)+".restore-*"
+	if exists {
+		parent, pattern = dataDir, ".restore-*"
+	} else if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dataDir)+".restore-*")
+	tmp, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
-		return nil, fmt.Errorf("creating a temporary directory beside %s: %w", dataDir, err)
+		return nil, fmt.Errorf("creating a temporary directory for %s: %w", dataDir, err)
 	}
 	defer os.RemoveAll(tmp)
 
@@ -78,30 +82,53 @@ func Restore(archive string, t Target) (*Manifest, error) {
 	if err := os.Remove(dbPath); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, dataDir); err != nil {
+	if exists {
+		err = moveEntries(tmp, dataDir)
+	} else {
+		err = os.Rename(tmp, dataDir)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("moving the restored data into %s: %w", dataDir, err)
 	}
 	return m, syncDir(parent)
 }
 
-// checkEmpty refuses a data directory that holds anything: a restore never mixes with, or
-// replaces, another control plane's keys or store.
-func checkEmpty(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+// moveEntries moves what is in from into to, all or (as far as it can undo) nothing.
+func moveEntries(from, to string) error {
+	entries, err := os.ReadDir(from)
 	if err != nil {
 		return err
+	}
+	for i, e := range entries {
+		if err := os.Rename(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+			for _, moved := range entries[:i] {
+				os.RemoveAll(filepath.Join(to, moved.Name()))
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// checkEmpty refuses a data directory that holds anything: a restore never mixes with, or
+// replaces, another control plane's keys or store.
+// It reports whether dir exists.
+func checkEmpty(dir string) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
 	}
 	if len(entries) > 0 {
 		what := "files"
 		if _, err := os.Stat(filepath.Join(dir, "pki", "ca.crt")); err == nil {
 			what = "the data of a control plane (pki/ca.crt)"
 		}
-		return fmt.Errorf("refusing to restore into %s: it is not empty, it holds %s; restore into a new directory and start the server with --data-dir pointing there", dir, what)
+		return true, fmt.Errorf("refusing to restore into %s: it is not empty, it holds %s; restore into a new directory and start the server with --data-dir pointing there", dir, what)
 	}
-	return nil
+	return true, nil
 }
 
 // restoreEtcd checks the snapshot at dbPath against what the manifest says of it and restores it

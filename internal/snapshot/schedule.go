@@ -51,8 +51,9 @@ func (o *ScheduleOptions) Validate() []error {
 	return errs
 }
 
-// minInterval keeps an interval schedule from snapshotting the store back to back.
-const minInterval = time.Minute
+// minInterval is the shortest interval: snapshots never overlap (the next waits for the last to
+// end), so a short one costs etcd reads, not a pile-up.
+const minInterval = time.Second
 
 // ParseSchedule reads a Go duration as a fixed interval, anything else as a standard cron
 // expression (the parser Kubernetes' CronJob uses), evaluated in UTC.

@@ -27,7 +27,7 @@ func TestParseSchedule(t *testing.T) {
 		{schedule: "@daily", next: time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)},
 		{schedule: "@every 2h", next: from.Add(2 * time.Hour)},
 		{schedule: "15 3 * * 0", next: time.Date(2026, 11, 29, 3, 15, 0, 0, time.UTC)},
-		{schedule: "10s", err: "shorter than 1m0s"},
+		{schedule: "500ms", err: "shorter than 1s"},
 		{schedule: "-1h", err: "shorter than"},
 		{schedule: "every day", err: "neither a duration nor a cron expression"},
 		{schedule: "* * * *", err: "neither a duration nor a cron expression"},

@@ -9,12 +9,14 @@ import (
 
 var (
 	snapshotsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "idplane",
 		Subsystem:      "snapshot",
 		Name:           "scheduled_total",
 		Help:           "Scheduled snapshots taken, by result (success or failure).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 	snapshotDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace:      "idplane",
 		Subsystem:      "snapshot",
 		Name:           "duration_seconds",
 		Help:           "Time taken by a successful scheduled snapshot, from the etcd snapshot to the archive in place.",
@@ -22,6 +24,7 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 	lastSuccess = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      "idplane",
 		Subsystem:      "snapshot",
 		Name:           "last_success_timestamp_seconds",
 		Help:           "Unix time of the last successful scheduled snapshot.",

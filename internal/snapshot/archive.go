@@ -7,7 +7,7 @@
 //
 //	manifest.json          what the archive holds: time, etcd revision, idplane version, files and their sha256
 //	etcd/snapshot.db       etcd's snapshot, with etcd's own sha256 trailer
-//	pki/<file>...          the keys and certificates of the data directory's pki/
+//	pki/<path>...          the keys and certificates of the data directory's pki/
 //	manifest.json.sha256   the sha256 of manifest.json, so that no byte of the manifest goes unchecked
 package snapshot
 
@@ -62,15 +62,23 @@ type File struct {
 	SHA256 string `json:"sha256"`
 }
 
-// validEntryName is true for the only names an archive may hold: the etcd snapshot and plain
-// file names under pki/. Anything else (a path that climbs out, a nested directory) is refused
-// before it reaches the disk.
+// validEntryName is true for the only names an archive may hold: the etcd snapshot and relative
+// paths under pki/. Anything else (a path that climbs out, an absolute one) is refused before it
+// reaches the disk.
 func validEntryName(name string) bool {
 	if name == EtcdEntry {
 		return true
 	}
-	base, ok := strings.CutPrefix(name, pkiPrefix)
-	return ok && base != "" && base != "." && base != ".." && !strings.ContainsAny(base, `/\`) && path.Clean(name) == name
+	rest, ok := strings.CutPrefix(name, pkiPrefix)
+	if !ok || rest == "" || strings.Contains(rest, `\`) || path.Clean(name) != name {
+		return false
+	}
+	for _, seg := range strings.Split(rest, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // validate checks a manifest read from an archive before any file is written.

@@ -71,7 +71,7 @@ func Restore(archive string, t Target) (*Manifest, error) {
 		}
 		// Keys stay private whatever the archive says; certificates may stay world-readable.
 		mode := fs.FileMode(file.Mode)&0o644 | 0o600
-		return writeFile(filepath.Join(tmp, "pki", strings.TrimPrefix(file.Name, pkiPrefix)), r, mode)
+		return writeFile(filepath.Join(tmp, "pki", filepath.FromSlash(strings.TrimPrefix(file.Name, pkiPrefix))), r, mode)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", archive, err)

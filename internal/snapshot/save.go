@@ -190,35 +190,50 @@ type pkiContents struct {
 	data  map[string][]byte
 }
 
-// readPKI reads every regular file of dir (the keys are small). Other entries (a directory, a
-// socket, a link that could point anywhere) are not part of a data directory's pki/ and are
-// refused rather than silently left out.
+// readPKI reads every regular file under dir (the keys are small), skipping the temporaries of
+// interrupted writes (dot files). A symbolic link or other special file could point anywhere and
+// is refused rather than silently left out.
 func readPKI(dir string) (pkiContents, error) {
 	c := pkiContents{data: map[string][]byte{}}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return c, fmt.Errorf("reading the data directory's pki: %w", err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			return c, fmt.Errorf("%s is not a regular file: a data directory's pki holds only files", filepath.Join(dir, e.Name()))
-		}
-		// Temporaries of an interrupted write (pki.WriteFile) are not part of the state.
-		if e.Name()[0] == '.' {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
-			return c, err
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if e.IsDir() {
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file: a data directory's pki holds only files", p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
 		}
 		info, err := e.Info()
 		if err != nil {
-			return c, err
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
 		}
 		sum := sha256.Sum256(data)
-		name := pkiPrefix + e.Name()
+		name := pkiPrefix + filepath.ToSlash(rel)
 		c.files = append(c.files, File{Name: name, Size: int64(len(data)), Mode: uint32(info.Mode().Perm()), SHA256: hex.EncodeToString(sum[:])})
 		c.data[name] = data
+		return nil
+	})
+	if err != nil {
+		return c, fmt.Errorf("reading the data directory's pki: %w", err)
 	}
 	if len(c.files) == 0 {
 		return c, fmt.Errorf("%s holds no files: is it a data directory's pki?", dir)

@@ -69,12 +69,22 @@ func writePKI(t *testing.T, dir string) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for name, mode := range map[string]os.FileMode{"ca.key": 0o600, "ca.crt": 0o644, "encryption-config.yaml": 0o600} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("contents of "+name), mode); err != nil {
+	for name, mode := range pkiFiles {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("contents of "+name), mode); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The temporary of an interrupted pki.WriteFile is not part of the state.
+	if err := os.WriteFile(filepath.Join(dir, ".ca.key.tmp123"), []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
+
+var pkiFiles = map[string]os.FileMode{"ca.key": 0o600, "ca.crt": 0o644, "encryption-config.yaml": 0o600, "kms/plugin.crt": 0o644}
 
 // savedArchive is an archive of an etcd holding a few keys, and the revision of its last write.
 type savedArchive struct {
@@ -130,7 +140,10 @@ func TestSaveAndRestore(t *testing.T) {
 	if m.Etcd.Revision != a.revision {
 		t.Errorf("restored manifest revision %d, want %d", m.Etcd.Revision, a.revision)
 	}
-	for name, want := range map[string]os.FileMode{"ca.key": 0o600, "ca.crt": 0o644, "encryption-config.yaml": 0o600} {
+	if _, err := os.Stat(filepath.Join(target, "pki", ".ca.key.tmp123")); !os.IsNotExist(err) {
+		t.Errorf("a temporary of pki/ was archived: %v", err)
+	}
+	for name, want := range pkiFiles {
 		p := filepath.Join(target, "pki", name)
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -412,4 +425,34 @@ func TestRestoreRefusesNonEmptyTarget(t *testing.T) {
 		}
 		assertNoTemporaries(t, target)
 	})
+}
+
+func TestValidEntryName(t *testing.T) {
+	for name, want := range map[string]bool{
+		EtcdEntry: true, "pki/ca.key": true, "pki/kms/plugin.crt": true,
+		"pki/": false, "pki": false, "pki/../x": false, "pki/a/../../x": false, "pki//x": false, "pki/./x": false,
+		"pki/x/": false, `pki/a\..\x`: false, "/pki/x": false, "etcd/other.db": false, "manifest.json": false, "x": false,
+	} {
+		if got := validEntryName(name); got != want {
+			t.Errorf("validEntryName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestSaveRefusesALinkInPKI(t *testing.T) {
+	dir := t.TempDir()
+	e := startEtcd(t, dir, "source")
+	writePKI(t, filepath.Join(dir, "pki"))
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "pki", "link")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "s.tar")
+	_, err := Save(context.Background(), Source{Endpoints: []string{e.endpoint}}, SaveOptions{PKIDir: filepath.Join(dir, "pki"), Path: path, Now: time.Now()})
+	if err == nil || !strings.Contains(err.Error(), "link is not a regular file") {
+		t.Fatalf("Save with a link in pki/: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("an archive was written: %v", err)
+	}
+	assertNoTemporaries(t, dir)
 }

@@ -193,10 +193,16 @@ func readArchive(r io.Reader, store func(f File, r io.Reader) error) (*Manifest,
 		}
 		delete(want, hdr.Name)
 		h := sha256.New()
-		if err := store(f, io.TeeReader(tr, h)); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%w: reading %s: %w", errCorrupt, f.Name, err)
-			}
+		content := io.TeeReader(tr, h)
+		err = store(f, content)
+		if err == nil {
+			// The hash covers the whole entry, whatever store read of it.
+			_, err = io.Copy(io.Discard, content)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%w: reading %s: %w", errCorrupt, f.Name, err)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {

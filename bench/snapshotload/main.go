@@ -46,6 +46,9 @@ type config struct {
 	runs                                           int
 	startTimeout, populateTimeout, snapshotTimeout time.Duration
 	jsonFile                                       string
+	// scheduled, when set, measures the server's own scheduled snapshots at this interval
+	// instead of `idplane snapshot save`.
+	scheduled time.Duration
 }
 
 func parse(args []string) (config, error) {
@@ -66,6 +69,7 @@ func parse(args []string) (config, error) {
 	fs.DurationVar(&c.populateTimeout, "populate-timeout", 20*time.Minute, "hard limit of the populate")
 	fs.DurationVar(&c.snapshotTimeout, "snapshot-timeout", 5*time.Minute, "hard limit of one snapshot")
 	fs.StringVar(&c.jsonFile, "json", "", "also write the figures to this file")
+	fs.DurationVar(&c.scheduled, "scheduled", 0, "measure the server's scheduled snapshots (--snapshot-schedule at this interval, which must exceed -baseline plus a snapshot) instead of `idplane snapshot save`")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -108,7 +112,11 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := launch.LaunchServer(ctx, launch.ServerOptions{Binary: c.idplane, Dir: dir, Timeout: c.startTimeout, Tool: tool})
+	var args []string
+	if c.scheduled > 0 {
+		args = []string{"--snapshot-schedule", c.scheduled.String(), "--snapshot-dir", filepath.Join(dir, "snapshots"), "--snapshot-retention=1"}
+	}
+	srv, err := launch.LaunchServer(ctx, launch.ServerOptions{Binary: c.idplane, Dir: dir, Timeout: c.startTimeout, Tool: tool, Args: args})
 	if err != nil {
 		return err
 	}
@@ -134,7 +142,11 @@ func run(ctx context.Context, c config) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "run\tsnapshot s\tarchive MiB\tbaseline p50/p99 ms\tduring p50/p99/max ms\tduring requests\terrors\tload avg\t")
 	for i := range c.runs {
-		f, err := measure(ctx, c, dir, i, load)
+		measureOne := measure
+		if c.scheduled > 0 {
+			measureOne = measureScheduled
+		}
+		f, err := measureOne(ctx, c, dir, i, load)
 		if err != nil {
 			return err
 		}
@@ -193,6 +205,67 @@ func measure(ctx context.Context, c config, dir string, i int, load *lightLoad) 
 	}
 	f.LoadAverage, _ = procstat.LoadAverage()
 	return f, os.Remove(archive)
+}
+
+// measureScheduled waits for the server's next scheduled snapshot, timing it from its first
+// temporary file to the last one's disappearance, and reads the light load's latencies of that
+// window and of -baseline before it.
+func measureScheduled(ctx context.Context, c config, dir string, _ int, load *lightLoad) (figures, error) {
+	var f figures
+	snapDir := filepath.Join(dir, "snapshots")
+	inProgress := func() bool {
+		m, _ := filepath.Glob(filepath.Join(snapDir, ".idplane-snapshot-*.tmp*"))
+		return len(m) > 0
+	}
+	poll := func(cond func() bool, limit time.Duration) error {
+		deadline := time.Now().Add(limit)
+		for !cond() {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no scheduled snapshot change within %v", limit)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+		return nil
+	}
+	// Begin between two snapshots, so that the baseline before the next one holds none.
+	if err := poll(func() bool { return !inProgress() }, c.snapshotTimeout); err != nil {
+		return f, err
+	}
+	if err := poll(inProgress, c.scheduled+c.snapshotTimeout); err != nil {
+		return f, err
+	}
+	start := time.Now()
+	if err := poll(func() bool { return !inProgress() }, c.snapshotTimeout); err != nil {
+		return f, err
+	}
+	end := time.Now()
+	names, err := filepath.Glob(filepath.Join(snapDir, "idplane-snapshot-*.tar"))
+	if err != nil || len(names) == 0 {
+		return f, fmt.Errorf("no archive in %s after a scheduled snapshot: %v", snapDir, err)
+	}
+	slices.Sort(names)
+	info, err := os.Stat(names[len(names)-1])
+	if err != nil {
+		return f, err
+	}
+	time.Sleep(time.Second)
+	base, baseErrs := load.window(start.Add(-c.baseline), start)
+	during, duringErrs := load.window(start, end)
+	f = figures{
+		SnapshotSeconds: end.Sub(start).Seconds(), ArchiveMiB: procstat.MiB(info.Size()),
+		BaselineP50Ms: ms(loadphase.Percentile(base, 50)), BaselineP99Ms: ms(loadphase.Percentile(base, 99)),
+		DuringP50Ms: ms(loadphase.Percentile(during, 50)), DuringP99Ms: ms(loadphase.Percentile(during, 99)),
+		DuringRequests: len(during), Errors: baseErrs + duringErrs,
+	}
+	if len(during) > 0 {
+		f.DuringMaxMs = ms(during[len(during)-1])
+	}
+	f.LoadAverage, _ = procstat.LoadAverage()
+	return f, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

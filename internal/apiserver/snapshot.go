@@ -136,6 +136,8 @@ func (a *assembly) snapshotScheduler() (*snapshot.Scheduler, error) {
 		dir = filepath.Join(a.o.DataDir, "snapshots")
 	}
 	pkiDir := filepath.Join(a.o.DataDir, "pki")
+	// Every replica shows the metrics, so that an alert on the last success sees the leader's.
+	snapshot.RegisterMetrics()
 	return &snapshot.Scheduler{
 		Schedule: sched, Dir: dir, Retention: so.Retention, Clock: clock.RealClock{},
 		Save: func(ctx context.Context, path string) error {

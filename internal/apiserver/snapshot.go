@@ -136,7 +136,7 @@ func (a *assembly) snapshotScheduler() (*snapshot.Scheduler, error) {
 		dir = filepath.Join(a.o.DataDir, "snapshots")
 	}
 	pkiDir := filepath.Join(a.o.DataDir, "pki")
-	// Every replica shows the metrics, so that an alert on the last success sees the leader's.
+	// Every replica shows the metrics, at zero until it leads: an alert takes the maximum over replicas.
 	snapshot.RegisterMetrics()
 	return &snapshot.Scheduler{
 		Schedule: sched, Dir: dir, Retention: so.Retention, Clock: clock.RealClock{},

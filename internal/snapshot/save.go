@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -68,13 +69,15 @@ func Save(ctx context.Context, src Source, o SaveOptions) (*Manifest, error) {
 	}
 	defer os.Remove(db.Name())
 	defer db.Close()
-	if err := fetch(ctx, src, db); err != nil {
-		return nil, err
-	}
-	dbFile, etcd, err := checkEtcdSnapshot(db)
+	sum, err := fetch(ctx, src, db)
 	if err != nil {
 		return nil, err
 	}
+	etcd, err := etcdStatus(db.Name())
+	if err != nil {
+		return nil, err
+	}
+	dbFile := File{Name: EtcdEntry, Size: sum.size, Mode: 0o600, SHA256: sum.whole}
 	pkiFiles, err := readPKI(o.PKIDir)
 	if err != nil {
 		return nil, err
@@ -89,38 +92,39 @@ func Save(ctx context.Context, src Source, o SaveOptions) (*Manifest, error) {
 	return m, nil
 }
 
-// fetch streams a snapshot from the first endpoint of src that answers into f.
-func fetch(ctx context.Context, src Source, f *os.File) error {
+// fetch streams a snapshot from the first endpoint of src that answers into f, checking etcd's
+// sha256 trailer on the way.
+func fetch(ctx context.Context, src Source, f *os.File) (snapshotSum, error) {
 	timeout := src.DialTimeout
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
 	var errs []error
 	for _, ep := range src.Endpoints {
-		err := fetchFrom(ctx, clientv3.Config{
+		sum, err := fetchFrom(ctx, clientv3.Config{
 			Endpoints: []string{ep}, TLS: src.TLS, DialTimeout: timeout, Logger: zap.NewNop(),
 		}, f)
 		if err == nil {
-			return nil
+			return sum, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", ep, err))
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return fmt.Errorf("taking an etcd snapshot: %w", errors.Join(errs...))
+	return snapshotSum{}, fmt.Errorf("taking an etcd snapshot: %w", errors.Join(errs...))
 }
 
-func fetchFrom(ctx context.Context, cfg clientv3.Config, f *os.File) error {
+func fetchFrom(ctx context.Context, cfg clientv3.Config, f *os.File) (snapshotSum, error) {
 	if err := f.Truncate(0); err != nil {
-		return err
+		return snapshotSum{}, err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
+		return snapshotSum{}, err
 	}
 	cli, err := clientv3.New(cfg)
 	if err != nil {
-		return err
+		return snapshotSum{}, err
 	}
 	defer cli.Close()
 	// Fail fast when nothing listens, instead of waiting in the stream for a connection.
@@ -128,61 +132,79 @@ func fetchFrom(ctx context.Context, cfg clientv3.Config, f *os.File) error {
 	_, err = cli.Status(statusCtx, cfg.Endpoints[0])
 	cancel()
 	if err != nil {
-		return fmt.Errorf("no etcd answers: %w", err)
+		return snapshotSum{}, fmt.Errorf("no etcd answers: %w", err)
 	}
 	resp, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
-		return err
+		return snapshotSum{}, err
 	}
 	defer resp.Snapshot.Close()
-	if _, err := io.Copy(f, resp.Snapshot); err != nil {
-		return fmt.Errorf("receiving the snapshot: %w", err)
+	h := newTrailerHash()
+	if _, err := io.Copy(io.MultiWriter(f, h), resp.Snapshot); err != nil {
+		return snapshotSum{}, fmt.Errorf("receiving the snapshot: %w", err)
 	}
-	return f.Sync()
+	sum, err := h.check()
+	if err != nil {
+		return snapshotSum{}, err
+	}
+	return sum, f.Sync()
 }
 
-// checkEtcdSnapshot verifies the sha256 trailer etcd appends to a snapshot and reads the
-// snapshot's status with etcdutl, which checks the database's integrity page by page.
-func checkEtcdSnapshot(f *os.File) (File, EtcdInfo, error) {
-	sum, size, err := verifyEtcdTrailer(f)
-	if err != nil {
-		return File{}, EtcdInfo{}, err
-	}
-	st, err := etcdutl.NewV3(zap.NewNop()).Status(f.Name())
-	if err != nil {
-		return File{}, EtcdInfo{}, fmt.Errorf("checking the etcd snapshot: %w", err)
-	}
-	return File{Name: EtcdEntry, Size: size, Mode: 0o600, SHA256: sum},
-		EtcdInfo{Revision: st.Revision, TotalKeys: st.TotalKey, StorageVersion: st.Version, Hash: st.Hash}, nil
+// snapshotSum is an etcd snapshot's size and sha256, trailer included.
+type snapshotSum struct {
+	size  int64
+	whole string
 }
 
-// verifyEtcdTrailer checks the snapshot's last 32 bytes against the sha256 of the rest (the check
-// etcdutl's restore makes) and returns the whole file's sha256 and size.
-func verifyEtcdTrailer(f *os.File) (string, int64, error) {
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return "", 0, err
+// trailerHash hashes a snapshot as it streams: the whole of it for the manifest, and all but its
+// last 32 bytes, which etcd sets to the sha256 of the rest (the check etcdutl's restore makes).
+type trailerHash struct {
+	body, whole hash.Hash
+	tail        []byte
+	size        int64
+}
+
+func newTrailerHash() *trailerHash {
+	return &trailerHash{body: sha256.New(), whole: sha256.New(), tail: make([]byte, 0, 2*sha256.Size)}
+}
+
+func (h *trailerHash) Write(p []byte) (int, error) {
+	h.whole.Write(p)
+	h.size += int64(len(p))
+	// Everything but the last 32 bytes seen so far is body.
+	if len(p) >= sha256.Size {
+		h.body.Write(h.tail)
+		h.body.Write(p[:len(p)-sha256.Size])
+		h.tail = append(h.tail[:0], p[len(p)-sha256.Size:]...)
+		return len(p), nil
 	}
+	h.tail = append(h.tail, p...)
+	if extra := len(h.tail) - sha256.Size; extra > 0 {
+		h.body.Write(h.tail[:extra])
+		h.tail = append(h.tail[:0], h.tail[extra:]...)
+	}
+	return len(p), nil
+}
+
+func (h *trailerHash) check() (snapshotSum, error) {
 	// etcd pads the database to 512-byte sectors before it appends the sha256.
-	if size%512 != sha256.Size {
-		return "", 0, fmt.Errorf("the etcd snapshot (%d bytes) has no sha256 trailer: truncated?", size)
+	if h.size%512 != sha256.Size {
+		return snapshotSum{}, fmt.Errorf("the etcd snapshot (%d bytes) has no sha256 trailer: truncated?", h.size)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", 0, err
+	if !bytes.Equal(h.body.Sum(nil), h.tail) {
+		return snapshotSum{}, errors.New("the etcd snapshot does not match its sha256 trailer")
 	}
-	body, whole := sha256.New(), sha256.New()
-	if _, err := io.Copy(io.MultiWriter(body, whole), io.LimitReader(f, size-sha256.Size)); err != nil {
-		return "", 0, err
+	return snapshotSum{size: h.size, whole: hex.EncodeToString(h.whole.Sum(nil))}, nil
+}
+
+// etcdStatus reads a snapshot's status with etcdutl, which checks the database's integrity page
+// by page.
+func etcdStatus(path string) (EtcdInfo, error) {
+	st, err := etcdutl.NewV3(zap.NewNop()).Status(path)
+	if err != nil {
+		return EtcdInfo{}, fmt.Errorf("checking the etcd snapshot: %w", err)
 	}
-	trailer := make([]byte, sha256.Size)
-	if _, err := io.ReadFull(f, trailer); err != nil {
-		return "", 0, err
-	}
-	whole.Write(trailer)
-	if !bytes.Equal(body.Sum(nil), trailer) {
-		return "", 0, errors.New("the etcd snapshot does not match its sha256 trailer")
-	}
-	return hex.EncodeToString(whole.Sum(nil)), size, nil
+	return EtcdInfo{Revision: st.Revision, TotalKeys: st.TotalKey, StorageVersion: st.Version, Hash: st.Hash}, nil
 }
 
 type pkiContents struct {

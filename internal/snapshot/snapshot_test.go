@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -455,4 +457,42 @@ func TestSaveRefusesALinkInPKI(t *testing.T) {
 		t.Errorf("an archive was written: %v", err)
 	}
 	assertNoTemporaries(t, dir)
+}
+
+// TestTrailerHash feeds the streaming check a snapshot in chunks of every awkward size: the
+// trailer is found whatever the chunking, and a wrong or missing one is refused.
+func TestTrailerHash(t *testing.T) {
+	body := bytes.Repeat([]byte("etcd"), 3*512/4)
+	sum := sha256.Sum256(body)
+	good := append(bytes.Clone(body), sum[:]...)
+	wrong := bytes.Clone(good)
+	wrong[len(wrong)-1] ^= 1
+	for _, chunk := range []int{1, 7, 31, 32, 33, 100, 512, len(good)} {
+		for _, tc := range []struct {
+			name string
+			data []byte
+			err  string
+		}{
+			{"good", good, ""},
+			{"wrong trailer", wrong, "does not match its sha256 trailer"},
+			{"no trailer", body, "has no sha256 trailer"},
+			{"truncated", good[:len(good)-1], "has no sha256 trailer"},
+		} {
+			h := newTrailerHash()
+			for rest := tc.data; len(rest) > 0; {
+				n := min(chunk, len(rest))
+				h.Write(rest[:n])
+				rest = rest[n:]
+			}
+			got, err := h.check()
+			if tc.err == "" {
+				whole := sha256.Sum256(good)
+				if err != nil || got.size != int64(len(good)) || got.whole != hex.EncodeToString(whole[:]) {
+					t.Errorf("chunks of %d, %s: %+v, %v", chunk, tc.name, got, err)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("chunks of %d, %s: %v, want %q", chunk, tc.name, err, tc.err)
+			}
+		}
+	}
 }

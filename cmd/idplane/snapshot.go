@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -30,11 +31,17 @@ func snapshotSaveCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Path = args[0]
+			start := time.Now()
 			m, err := apiserver.SaveSnapshot(genericapiserver.SetupSignalContext(), o)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "saved %s: etcd revision %d, %d keys, %d files\n", o.Path, m.Etcd.Revision, m.Etcd.TotalKeys, len(m.Files))
+			var size int64
+			for _, f := range m.Files {
+				size += f.Size
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "saved %s: etcd revision %d, %d keys, %d files, %.1f MiB in %.1f s\n",
+				o.Path, m.Etcd.Revision, m.Etcd.TotalKeys, len(m.Files), float64(size)/(1<<20), time.Since(start).Seconds())
 			return nil
 		},
 	}

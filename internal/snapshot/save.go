@@ -78,6 +78,9 @@ func Save(ctx context.Context, src Source, o SaveOptions) (*Manifest, error) {
 		return nil, err
 	}
 	dbFile := File{Name: EtcdEntry, Size: sum.size, Mode: 0o600, SHA256: sum.whole}
+	// The keys are read after the store: a new encryption key is added to the configuration
+	// before anything is written with it, so the configuration read now reads every secret of the
+	// snapshot taken before.
 	pkiFiles, err := readPKI(o.PKIDir)
 	if err != nil {
 		return nil, err

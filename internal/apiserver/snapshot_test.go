@@ -1,10 +1,13 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/idplane/idplane/internal/pki"
 	"github.com/idplane/idplane/internal/snapshot"
 )
 
@@ -36,5 +39,41 @@ func TestScheduledSnapshotsOnTheLeaderOnly(t *testing.T) {
 	}
 	if _, err := RestoreSnapshot(filepath.Join(leaderDir, archives[0]), filepath.Join(t.TempDir(), "restored")); err != nil {
 		t.Errorf("restoring a scheduled snapshot: %v", err)
+	}
+}
+
+// TestSnapshotSaveFindsTheEmbeddedEtcd: `snapshot save` reaches the embedded etcd from the data
+// directory alone, also when the directory's path is too long for a socket and the socket lives
+// elsewhere, and says what is wrong when no server runs there.
+func TestSnapshotSaveFindsTheEmbeddedEtcd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dir  func(t *testing.T) string
+	}{
+		{"short path", func(t *testing.T) string { return t.TempDir() }},
+		{"long path", func(t *testing.T) string {
+			return filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := tc.dir(t)
+			if err := pki.WriteFile(filepath.Join(dataDir, "pki", "ca.key"), []byte("key"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			etcd, err := startEmbeddedEtcd(dataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := SnapshotSaveOptions{DataDir: dataDir, Path: filepath.Join(t.TempDir(), "s.tar")}
+			if _, err := SaveSnapshot(context.Background(), o); err != nil {
+				t.Errorf("snapshot save: %v", err)
+			}
+			etcd.Close()
+			o.Path = filepath.Join(t.TempDir(), "stopped.tar")
+			_, err = SaveSnapshot(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), "is `idplane server --data-dir "+dataDir+"` running?") {
+				t.Errorf("snapshot save with no server: %v", err)
+			}
+		})
 	}
 }

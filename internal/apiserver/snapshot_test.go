@@ -3,9 +3,12 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/idplane/idplane/internal/pki"
 	"github.com/idplane/idplane/internal/snapshot"
@@ -75,5 +78,29 @@ func TestSnapshotSaveFindsTheEmbeddedEtcd(t *testing.T) {
 				t.Errorf("snapshot save with no server: %v", err)
 			}
 		})
+	}
+}
+
+// TestScheduledSnapshotFailuresKeepTheServer: scheduled snapshots into a directory that cannot
+// exist fail, each failure is counted on /metrics, and the server goes on serving.
+func TestScheduledSnapshotFailuresKeepTheServer(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "blocker")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startTestServer(t, filepath.Join(dir, "data"), func(o *Options) {
+		o.Snapshots.Schedule = "1s"
+		o.Snapshots.Dir = filepath.Join(blocker, "snapshots")
+	})
+	eventually(t, "two scheduled snapshots failed and were counted", func() error {
+		v, _ := scrapeMetrics(t, s)("idplane_snapshot_scheduled_total", map[string]string{"result": "failure"})
+		if v < 2 {
+			return fmt.Errorf("failures counted: %v", v)
+		}
+		return nil
+	})
+	if _, err := s.client.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the server stopped serving: %v", err)
 	}
 }

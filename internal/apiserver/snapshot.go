@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/snapshot"
+	"github.com/idplane/idplane/internal/snapshot/archive"
 )
 
 // embeddedEtcdMember is the embedded etcd's member name; a restored member gets the same.
@@ -70,7 +71,7 @@ type SnapshotSaveOptions struct {
 }
 
 // SaveSnapshot writes an archive of a running control plane's etcd and keys.
-func SaveSnapshot(ctx context.Context, o SnapshotSaveOptions) (*snapshot.Manifest, error) {
+func SaveSnapshot(ctx context.Context, o SnapshotSaveOptions) (*archive.Manifest, error) {
 	servers := o.EtcdServers
 	if len(servers) == 0 {
 		if o.EtcdCAFile != "" || o.EtcdCertFile != "" || o.EtcdKeyFile != "" {
@@ -91,16 +92,16 @@ func SaveSnapshot(ctx context.Context, o SnapshotSaveOptions) (*snapshot.Manifes
 	})
 }
 
-// RestoreSnapshot restores an archive into a new data directory laid out as a server with
+// RestoreSnapshot restores the archive at path into a new data directory laid out as a server with
 // embedded etcd expects it.
-func RestoreSnapshot(archive, dataDir string) (*snapshot.Manifest, error) {
+func RestoreSnapshot(path, dataDir string) (*archive.Manifest, error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, err
 	}
 	// The member advertises a fresh peer URL at each start; this one is where its socket would be.
 	peer := (&url.URL{Scheme: "unix", Path: filepath.Join(abs, "etcd", "peer.sock")}).String()
-	return snapshot.Restore(archive, snapshot.Target{
+	return snapshot.Restore(path, snapshot.Target{
 		DataDir: abs, EtcdDir: filepath.Join("etcd", "data"), MemberName: embeddedEtcdMember, PeerURL: peer,
 	})
 }

@@ -13,6 +13,8 @@ import (
 
 	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+
+	"github.com/idplane/idplane/internal/snapshot/archive"
 )
 
 // Target is the data directory a snapshot is restored into and the layout of its etcd member.
@@ -31,12 +33,13 @@ type Target struct {
 // waiting for revisions that the restored store reuses for different writes.
 const RevisionBump = 1_000_000_000
 
-// Restore verifies archive (every file's sha256 against the manifest, the manifest's own, etcd's
-// sha256 trailer and the database's integrity and hash against the manifest) and restores it into
-// t.DataDir, which must not exist or be empty: the etcd snapshot with etcd's restore (a new
-// member in a new cluster, as etcd requires of a restore) and the pki files into pki/. All of it
-// is written to a temporary directory and renamed into place, so a failure leaves nothing behind.
-func Restore(archive string, t Target) (*Manifest, error) {
+// Restore verifies the archive at path (every file's sha256 against the manifest, the manifest's
+// own, etcd's sha256 trailer and the database's integrity and hash against the manifest) and
+// restores it into t.DataDir, which must not exist or be empty: the etcd snapshot with etcd's
+// restore (a new member in a new cluster, as etcd requires of a restore) and the pki files into
+// pki/. All of it is written to a temporary directory and renamed into place, so a failure
+// leaves nothing behind.
+func Restore(path string, t Target) (*archive.Manifest, error) {
 	dataDir, err := filepath.Abs(t.DataDir)
 	if err != nil {
 		return nil, err
@@ -45,7 +48,7 @@ func Restore(archive string, t Target) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(archive)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -65,16 +68,16 @@ func Restore(archive string, t Target) (*Manifest, error) {
 	defer os.RemoveAll(tmp)
 
 	dbPath := filepath.Join(tmp, "snapshot.db")
-	m, err := readArchive(f, func(file File, r io.Reader) error {
-		if file.Name == EtcdEntry {
+	m, err := archive.Read(f, func(file archive.File, r io.Reader) error {
+		if file.Name == archive.EtcdEntry {
 			return writeFile(dbPath, r, 0o600)
 		}
 		// Keys stay private whatever the archive says; certificates may stay world-readable.
 		mode := fs.FileMode(file.Mode)&0o644 | 0o600
-		return writeFile(filepath.Join(tmp, "pki", filepath.FromSlash(strings.TrimPrefix(file.Name, pkiPrefix))), r, mode)
+		return writeFile(filepath.Join(tmp, "pki", filepath.FromSlash(strings.TrimPrefix(file.Name, archive.PKIPrefix))), r, mode)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", archive, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if err := restoreEtcd(dbPath, m.Etcd, t, filepath.Join(tmp, t.EtcdDir), dataDir); err != nil {
 		return nil, err
@@ -133,14 +136,14 @@ func checkEmpty(dir string) (bool, error) {
 
 // restoreEtcd checks the snapshot at dbPath against what the manifest says of it and restores it
 // with etcdutl into etcdDir, as a single member named for the server that will open it.
-func restoreEtcd(dbPath string, want EtcdInfo, t Target, etcdDir, finalDataDir string) error {
+func restoreEtcd(dbPath string, want archive.EtcdInfo, t Target, etcdDir, finalDataDir string) error {
 	st, err := etcdutl.NewV3(zap.NewNop()).Status(dbPath)
 	if err != nil {
-		return fmt.Errorf("%w: checking the etcd snapshot: %w", errCorrupt, err)
+		return fmt.Errorf("%w: checking the etcd snapshot: %w", archive.ErrCorrupt, err)
 	}
 	if st.Revision != want.Revision || st.Hash != want.Hash || st.TotalKey != want.TotalKeys {
 		return fmt.Errorf("%w: the etcd snapshot holds revision %d, %d keys, hash %d; the manifest says revision %d, %d keys, hash %d",
-			errCorrupt, st.Revision, st.TotalKey, st.Hash, want.Revision, want.TotalKeys, want.Hash)
+			archive.ErrCorrupt, st.Revision, st.TotalKey, st.Hash, want.Revision, want.TotalKeys, want.Hash)
 	}
 	// A new cluster token gives the restored member a new cluster ID: etcd must never take it for
 	// the cluster the snapshot came from.

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -22,6 +21,7 @@ import (
 	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 
+	"github.com/idplane/idplane/internal/snapshot/archive"
 	"github.com/idplane/idplane/internal/version"
 )
 
@@ -54,7 +54,7 @@ func tempPattern(path string) string { return "." + filepath.Base(path) + ".tmp*
 // Save takes an online snapshot of src with etcd's snapshot API, checks it (etcd's sha256
 // trailer, then etcd's own snapshot status, which walks the database), and writes it with the
 // files of o.PKIDir and a manifest to o.Path, mode 0600.
-func Save(ctx context.Context, src Source, o SaveOptions) (*Manifest, error) {
+func Save(ctx context.Context, src Source, o SaveOptions) (*archive.Manifest, error) {
 	if !o.Force {
 		if _, err := os.Lstat(o.Path); err == nil {
 			return nil, fmt.Errorf("%s exists: refusing to replace it (use --force to)", o.Path)
@@ -77,7 +77,7 @@ func Save(ctx context.Context, src Source, o SaveOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	dbFile := File{Name: EtcdEntry, Size: sum.size, Mode: 0o600, SHA256: sum.whole}
+	dbFile := archive.File{Name: archive.EtcdEntry, Size: sum.size, Mode: 0o600, SHA256: sum.whole}
 	// The keys are read after the store: a new encryption key is added to the configuration
 	// before anything is written with it, so the configuration read now reads every secret of the
 	// snapshot taken before.
@@ -85,9 +85,9 @@ func Save(ctx context.Context, src Source, o SaveOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{
-		Format: formatVersion, Created: o.Now.UTC().Truncate(time.Second), IdplaneVersion: version.String(),
-		Etcd: etcd, Files: append([]File{dbFile}, pkiFiles.files...),
+	m := &archive.Manifest{
+		Format: archive.FormatVersion, Created: o.Now.UTC().Truncate(time.Second), IdplaneVersion: version.String(),
+		Etcd: etcd, Files: append([]archive.File{dbFile}, pkiFiles.files...),
 	}
 	if err := writeArchive(m, db, pkiFiles.data, o); err != nil {
 		return nil, err
@@ -202,16 +202,16 @@ func (h *trailerHash) check() (snapshotSum, error) {
 
 // etcdStatus reads a snapshot's status with etcdutl, which checks the database's integrity page
 // by page.
-func etcdStatus(path string) (EtcdInfo, error) {
+func etcdStatus(path string) (archive.EtcdInfo, error) {
 	st, err := etcdutl.NewV3(zap.NewNop()).Status(path)
 	if err != nil {
-		return EtcdInfo{}, fmt.Errorf("checking the etcd snapshot: %w", err)
+		return archive.EtcdInfo{}, fmt.Errorf("checking the etcd snapshot: %w", err)
 	}
-	return EtcdInfo{Revision: st.Revision, TotalKeys: st.TotalKey, StorageVersion: st.Version, Hash: st.Hash}, nil
+	return archive.EtcdInfo{Revision: st.Revision, TotalKeys: st.TotalKey, StorageVersion: st.Version, Hash: st.Hash}, nil
 }
 
 type pkiContents struct {
-	files []File
+	files []archive.File
 	data  map[string][]byte
 }
 
@@ -252,8 +252,8 @@ func readPKI(dir string) (pkiContents, error) {
 			return err
 		}
 		sum := sha256.Sum256(data)
-		name := pkiPrefix + filepath.ToSlash(rel)
-		c.files = append(c.files, File{Name: name, Size: int64(len(data)), Mode: uint32(info.Mode().Perm()), SHA256: hex.EncodeToString(sum[:])})
+		name := archive.PKIPrefix + filepath.ToSlash(rel)
+		c.files = append(c.files, archive.File{Name: name, Size: int64(len(data)), Mode: uint32(info.Mode().Perm()), SHA256: hex.EncodeToString(sum[:])})
 		c.data[name] = data
 		return nil
 	})
@@ -263,14 +263,14 @@ func readPKI(dir string) (pkiContents, error) {
 	if len(c.files) == 0 {
 		return c, fmt.Errorf("%s holds no files: is it a data directory's pki?", dir)
 	}
-	slices.SortFunc(c.files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(c.files, func(a, b archive.File) int { return strings.Compare(a.Name, b.Name) })
 	return c, nil
 }
 
 // writeArchive writes the archive to a temporary file beside o.Path, syncs it and moves it into
 // place: with a hard link when o.Force is off, so that a file created there meanwhile is never
 // replaced, else with a rename.
-func writeArchive(m *Manifest, db *os.File, pki map[string][]byte, o SaveOptions) (err error) {
+func writeArchive(m *archive.Manifest, db *os.File, pki map[string][]byte, o SaveOptions) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(o.Path), tempPattern(o.Path))
 	if err != nil {
 		return fmt.Errorf("creating a temporary file beside %s: %w", o.Path, err)
@@ -280,14 +280,13 @@ func writeArchive(m *Manifest, db *os.File, pki map[string][]byte, o SaveOptions
 	if err := tmp.Chmod(0o600); err != nil {
 		return err
 	}
-	w := &archiveWriter{tw: tar.NewWriter(tmp), modTime: m.Created}
-	manifest, err := w.writeManifest(m)
-	if err != nil {
+	w := archive.NewWriter(tmp, m.Created)
+	if err := w.WriteManifest(m); err != nil {
 		return err
 	}
 	for _, f := range m.Files {
 		var r io.Reader
-		if f.Name == EtcdEntry {
+		if f.Name == archive.EtcdEntry {
 			if _, err := db.Seek(0, io.SeekStart); err != nil {
 				return err
 			}
@@ -295,15 +294,12 @@ func writeArchive(m *Manifest, db *os.File, pki map[string][]byte, o SaveOptions
 		} else {
 			r = bytes.NewReader(pki[f.Name])
 		}
-		if err := w.entry(f.Name, f.Size, f.Mode, r); err != nil {
+		if err := w.Entry(f.Name, f.Size, f.Mode, r); err != nil {
 			return err
 		}
 	}
-	if err := w.writeManifestSum(manifest); err != nil {
+	if err := w.Close(); err != nil {
 		return err
-	}
-	if err := w.tw.Close(); err != nil {
-		return fmt.Errorf("writing the archive: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
 		return fmt.Errorf("writing the archive: %w", err)

@@ -19,6 +19,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/idplane/idplane/internal/snapshot/archive"
 )
 
 // testEtcd is a single-member etcd on unix sockets in dir.
@@ -328,12 +330,12 @@ func TestRestoreRefusesBadArchives(t *testing.T) {
 	}{
 		{"empty", nil, "reading its first entry"},
 		{"truncated in the first header", good[:100], "reading its first entry"},
-		{"truncated in the etcd snapshot", good[:offsets[EtcdEntry][0]+offsets[EtcdEntry][1]/2], "reading etcd/snapshot.db: unexpected EOF"},
-		{"truncated before the manifest's sum", good[:offsets[manifestSum][0]-512], "reading the entry after"},
+		{"truncated in the etcd snapshot", good[:offsets[archive.EtcdEntry][0]+offsets[archive.EtcdEntry][1]/2], "reading etcd/snapshot.db: unexpected EOF"},
+		{"truncated before the manifest's sum", good[:offsets[archive.ManifestSumEntry][0]-512], "reading the entry after"},
 		{"truncated in a pki file", good[:offsets["pki/ca.key"][0]+3], "reading pki/ca.key: unexpected EOF"},
-		{"flipped byte in the manifest", flip(manifestName, 20), "manifest.json.sha256 does not match"},
-		{"flipped byte in the etcd snapshot", flip(EtcdEntry, offsets[EtcdEntry][1]/3), "etcd/snapshot.db has sha256"},
-		{"flipped byte in the etcd trailer", flip(EtcdEntry, offsets[EtcdEntry][1]-1), "etcd/snapshot.db has sha256"},
+		{"flipped byte in the manifest", flip(archive.ManifestEntry, 20), "manifest.json.sha256 does not match"},
+		{"flipped byte in the etcd snapshot", flip(archive.EtcdEntry, offsets[archive.EtcdEntry][1]/3), "etcd/snapshot.db has sha256"},
+		{"flipped byte in the etcd trailer", flip(archive.EtcdEntry, offsets[archive.EtcdEntry][1]-1), "etcd/snapshot.db has sha256"},
 		{"flipped byte in a key", flip("pki/ca.key", 2), "pki/ca.key has sha256"},
 		{"flipped byte in a header", func() []byte { b := bytes.Clone(good); b[offsets["pki/ca.crt"][0]-512+10] ^= 0x01; return b }(), "corrupt"},
 		{"not a tar file", []byte(strings.Repeat("not an archive\n", 100)), "reading its first entry"},
@@ -347,8 +349,8 @@ func TestRestoreRefusesBadArchives(t *testing.T) {
 			return name, data, name != "pki/sa.key" && name != "pki/ca.key"
 		}), "pki/ca.key is in the manifest but not in the archive"},
 		{"manifest naming a path outside pki", rewrite(t, a.path, func(name string, data []byte) (string, []byte, bool) {
-			if name == manifestName {
-				var m Manifest
+			if name == archive.ManifestEntry {
+				var m archive.Manifest
 				json.Unmarshal(data, &m)
 				m.Files[1].Name = "pki/../../../etc/passwd"
 				data, _ = json.Marshal(m)
@@ -356,7 +358,7 @@ func TestRestoreRefusesBadArchives(t *testing.T) {
 			return name, data, true
 		}), "not an etcd snapshot or a pki file"},
 		{"manifest of another format", rewrite(t, a.path, func(name string, data []byte) (string, []byte, bool) {
-			if name == manifestName {
+			if name == archive.ManifestEntry {
 				data = bytes.Replace(data, []byte(`"format": 1`), []byte(`"format": 2`), 1)
 			}
 			return name, data, true
@@ -427,18 +429,6 @@ func TestRestoreRefusesNonEmptyTarget(t *testing.T) {
 		}
 		assertNoTemporaries(t, target)
 	})
-}
-
-func TestValidEntryName(t *testing.T) {
-	for name, want := range map[string]bool{
-		EtcdEntry: true, "pki/ca.key": true, "pki/kms/plugin.crt": true,
-		"pki/": false, "pki": false, "pki/../x": false, "pki/a/../../x": false, "pki//x": false, "pki/./x": false,
-		"pki/x/": false, `pki/a\..\x`: false, "/pki/x": false, "etcd/other.db": false, "manifest.json": false, "x": false,
-	} {
-		if got := validEntryName(name); got != want {
-			t.Errorf("validEntryName(%q) = %v, want %v", name, got, want)
-		}
-	}
 }
 
 func TestSaveRefusesALinkInPKI(t *testing.T) {

@@ -29,7 +29,7 @@ func main() {
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlagSet(klogFlags)
-	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand())
+	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand(), snapshotCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "idplane:", err)
 		os.Exit(1)

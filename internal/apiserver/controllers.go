@@ -39,6 +39,7 @@ import (
 	"github.com/idplane/idplane/internal/controller/tokencleaner"
 	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
 	"github.com/idplane/idplane/internal/leaderelection"
+	"github.com/idplane/idplane/internal/snapshot"
 )
 
 // systemNamespaces exist from the first start; NamespaceLifecycle keeps the first three from
@@ -69,6 +70,8 @@ type controllerContext struct {
 	// podCerts are the built-in pod certificate signers' CAs, podCertOptions their settings.
 	podCerts       podCertCAs
 	podCertOptions PodCertificateOptions
+	// snapshots takes the scheduled snapshots; nil without --snapshot-schedule.
+	snapshots *snapshot.Scheduler
 }
 
 // controller builds one controller and returns how to run it until ctx ends.
@@ -158,6 +161,13 @@ var leaderControllers = []controller{
 		return trustbundlepublisher.New(cc.client, cas).Run, nil
 	}},
 	{"podcertificate-signing-controller", podCertificateSigningController},
+	// One replica snapshots the shared store: the others' archives would be the same.
+	{"etcd-snapshotter", func(cc controllerContext) (func(context.Context), error) {
+		if cc.snapshots == nil {
+			return func(context.Context) {}, nil
+		}
+		return cc.snapshots.Run, nil
+	}},
 }
 
 // buildControllers builds every leader controller on fresh informers.
@@ -220,6 +230,9 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		if err := addClusterInfoViewer(srv, cc.client); err != nil {
 			return err
 		}
+	}
+	if cc.snapshots, err = a.snapshotScheduler(); err != nil {
+		return err
 	}
 	var elector *leaderelection.Elector
 	if le := a.o.LeaderElection; le.LeaderElect {

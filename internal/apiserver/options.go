@@ -26,6 +26,7 @@ import (
 	"github.com/idplane/idplane/internal/admission/noderestriction"
 	"github.com/idplane/idplane/internal/authz"
 	"github.com/idplane/idplane/internal/gmsa"
+	"github.com/idplane/idplane/internal/snapshot"
 )
 
 // Options are the settings of `idplane server`. The zero-flag defaults give a working control
@@ -86,6 +87,8 @@ type Options struct {
 	// kubernetesServiceClock drives the kubernetes Service's Lease renewals; nil is the real
 	// clock, tests set a fake one.
 	kubernetesServiceClock clock.WithTicker
+	// Snapshots are the leader's scheduled snapshots of etcd and the keys.
+	Snapshots snapshot.ScheduleOptions
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
@@ -179,6 +182,8 @@ func NewOptions() *Options {
 
 		// Nodes joining with a token read cluster-info before they hold any credential.
 		ClusterInfo: ClusterInfoOptions{Anonymous: true},
+
+		Snapshots: snapshot.NewScheduleOptions(),
 	}
 }
 
@@ -228,6 +233,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Encryption.AddFlags(fs)
 	o.Audit.AddFlags(fs)
 	o.ClusterInfo.AddFlags(fs)
+	o.Snapshots.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -299,6 +305,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.ClusterInfo.Validate()...)
+	errs = append(errs, o.Snapshots.Validate()...)
 	return errors.Join(errs...)
 }
 

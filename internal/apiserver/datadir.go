@@ -7,7 +7,6 @@ import (
 	"time"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	storagevalue "k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/idplane/idplane/internal/kubeconfig"
 	"github.com/idplane/idplane/internal/pki"
@@ -28,9 +27,8 @@ func serverURL(o *Options, ln net.Listener) string {
 // start, before it opens anything.
 type credentialFiles struct {
 	servingCert, servingKey []byte
-	// encryptionConfig is the EncryptionConfiguration file; secrets, its transformer of secrets.
+	// encryptionConfig is the EncryptionConfiguration file.
 	encryptionConfig string
-	secrets          storagevalue.Transformer
 	tokens           *tokenSettings
 	adminKubeconfig  string
 }
@@ -54,7 +52,7 @@ func ensureCredentials(o *Options, files pki.Files, ca *pki.CA, url string, now 
 	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
 		return c, err
 	}
-	if c.encryptionConfig, c.secrets, err = o.Encryption.configFile(files); err != nil {
+	if c.encryptionConfig, err = o.Encryption.configFile(files); err != nil {
 		return c, err
 	}
 	if c.tokens, err = serviceAccountTokens(o, files, url); err != nil {

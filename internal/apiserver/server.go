@@ -84,7 +84,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 			closers.unwind()
 		}
 	}()
-	etcd, etcdServers, err := openEtcd(ctx, o, creds.secrets, creds.encryptionConfig, &closers)
+	etcd, etcdServers, err := openEtcd(ctx, o, creds.encryptionConfig, &closers)
 	if err != nil {
 		return nil, err
 	}

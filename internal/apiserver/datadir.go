@@ -49,8 +49,11 @@ func ensureCredentials(o *Options, files pki.Files, ca *pki.CA, url string, now 
 	if c.servingCert, c.servingKey, err = pki.EnsureServingCert(files, ca, names, now); err != nil {
 		return c, err
 	}
-	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
-		return c, err
+	// An external signer holds the keys: no local key is made that nothing would use.
+	if o.ServiceAccounts.SigningEndpoint == "" {
+		if _, err := pki.EnsureServiceAccountKey(files); err != nil {
+			return c, err
+		}
 	}
 	if c.encryptionConfig, err = o.Encryption.configFile(files); err != nil {
 		return c, err

@@ -84,6 +84,9 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 			closers.unwind()
 		}
 	}()
+	if err := creds.tokens.connectSigner(&closers); err != nil {
+		return nil, err
+	}
 	etcd, etcdServers, err := openEtcd(ctx, o, creds.encryptionConfig, &closers)
 	if err != nil {
 		return nil, err

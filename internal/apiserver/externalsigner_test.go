@@ -54,7 +54,7 @@ func publishedKeys(t *testing.T, ts *testServer) jose.JSONWebKeySet {
 // verifyWithPublished checks that the token verifies with the key of the published set it names.
 func verifyWithPublished(t *testing.T, set jose.JSONWebKeySet, token string) string {
 	t.Helper()
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestExternalSignerTokens(t *testing.T) {
 	s.ensureServiceAccount(t, "default", "bot")
 
 	token := strings.TrimSpace(s.kubectl(t, "create", "token", "bot"))
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		t.Fatalf("kubectl create token printed %q: %v", token, err)
 	}

@@ -315,7 +315,7 @@ func (c *Client) Sign(ctx context.Context, payload []byte) (string, error) {
 		return "", errors.New("external signer returned an empty signature")
 	}
 	token := resp.Header + "." + claims + "." + resp.Signature
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{key.Algorithm})
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{key.Algorithm})
 	if err != nil {
 		return "", fmt.Errorf("external signer returned a malformed token: %w", err)
 	}

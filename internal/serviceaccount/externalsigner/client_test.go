@@ -58,7 +58,7 @@ func fetchCalls(s *signertest.Signer) int {
 // verify checks that token is signed by the published key it names and carries payload.
 func verify(t *testing.T, c *Client, token string, payload []byte) string {
 	t.Helper()
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -128,6 +130,29 @@ func TestExternalSigner(t *testing.T) {
 	}
 	if got := review(t, ts.client, tr.Status.Token); !got.Authenticated {
 		t.Fatalf("a token of the key kept for verification no longer authenticates: %+v", got)
+	}
+
+	// Legacy token secrets are signed by the signer too.
+	mustCreate(t, ts.client.CoreV1().Secrets("default").Create, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bot-legacy", Annotations: map[string]string{corev1.ServiceAccountNameKey: "bot"}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	})
+	var legacy string
+	eventually(t, "the tokens controller fills the secret", func() error {
+		secret, err := ts.client.CoreV1().Secrets("default").Get(context.Background(), "bot-legacy", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if legacy = string(secret.Data[corev1.ServiceAccountTokenKey]); legacy == "" {
+			return errors.New("not filled yet")
+		}
+		return nil
+	})
+	if kid := verifyWithPublished(t, publishedKeys(t, ts), legacy); kid != second {
+		t.Fatalf("legacy token signed by %q, want %q", kid, second)
+	}
+	if got := review(t, ts.client, legacy); !got.Authenticated || got.User.Username != "system:serviceaccount:default:bot" {
+		t.Fatalf("review of the signer's legacy token: %+v", got)
 	}
 
 	// The signer goes away: TokenRequest answers 500 within the signer call's timeout, and the

@@ -240,4 +240,10 @@ func TestKMSv2EnvelopeEncryption(t *testing.T) {
 	o := NewOptions()
 	o.DataDir, o.SecurePort, o.Encryption.ProviderConfigFile = ts.dataDir, 0, kmsEncryptionConfig(t, plugin, provider)
 	expectStartRefused(t, o, "with a kms provider its plugin must be running")
+
+	// With the plugin back, the start-up check passes and every secret reads.
+	plugin.start(t)
+	ts = startTestServer(t, ts.dataDir, func(o *Options) { o.Encryption.ProviderConfigFile = kmsEncryptionConfig(t, plugin, provider) })
+	expectSecret(t, ts, "s1", "first-value")
+	expectSecret(t, ts, "s2", "second-value")
 }

@@ -90,6 +90,7 @@ type keySet struct {
 // until ctx ends, when the connection closes. A signer that does not answer, or answers
 // something unusable, refuses the start.
 func Start(ctx context.Context, cfg Config) (*Client, error) {
+	registerAll()
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -111,6 +112,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		grpc.WithAuthority("localhost"),
 		// A signer restarting is waited for, up to the call's timeout, rather than failed at once.
 		grpc.WithDefaultCallOptions(grpc.WaitForReady(true)),
+		grpc.WithChainUnaryInterceptor(timeCalls),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the external signer at %s: %w", socket, err)
@@ -180,21 +182,28 @@ func (c *Client) refresh(ctx context.Context, onDemand bool) error {
 		return nil
 	}
 	c.lastFetch = now
-	callCtx, cancel := context.WithTimeout(ctx, c.callTimeout)
-	defer cancel()
-	resp, err := c.api.FetchKeys(callCtx, &externaljwtv1.FetchKeysRequest{})
+	set, err := c.fetch(ctx, now)
+	fetchKeysTotal.WithLabelValues(resultCode(err)).Inc()
 	if err != nil {
 		return fmt.Errorf("fetching keys: %w", err)
 	}
-	set, err := checkKeys(resp, now)
-	if err != nil {
-		return fmt.Errorf("fetching keys: %w", err)
-	}
+	fetchKeysSuccess.SetToCurrentTime()
+	fetchKeysData.Set(float64(set.dataTimestamp.Unix()))
 	if old := c.keys.Load(); old == nil || !sameKeys(old, set) {
 		klog.InfoS("External signer's keys", "keyIDs", keyIDs(set), "dataTimestamp", set.dataTimestamp, "refreshAt", set.refreshAt)
 	}
 	c.keys.Store(set)
 	return nil
+}
+
+func (c *Client) fetch(ctx context.Context, now time.Time) (*keySet, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
+	defer cancel()
+	resp, err := c.api.FetchKeys(ctx, &externaljwtv1.FetchKeysRequest{})
+	if err != nil {
+		return nil, err
+	}
+	return checkKeys(resp, now)
 }
 
 // checkKeys turns a FetchKeys answer into a key set, refusing the whole answer when any part of
@@ -292,6 +301,12 @@ type header struct {
 // excluded from discovery, and its signature verifying with that key, so a misbehaving signer
 // yields an error rather than tokens that would not authenticate.
 func (c *Client) Sign(ctx context.Context, payload []byte) (string, error) {
+	token, err := c.sign(ctx, payload)
+	signTotal.WithLabelValues(resultCode(err)).Inc()
+	return token, err
+}
+
+func (c *Client) sign(ctx context.Context, payload []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
 	defer cancel()
 	claims := base64.RawURLEncoding.EncodeToString(payload)

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/idplane/idplane/internal/serviceaccount/externalsigner/signertest"
@@ -74,8 +76,18 @@ func verify(t *testing.T, c *Client, token string, payload []byte) string {
 	return kid
 }
 
+func counter(t *testing.T, vec *metrics.CounterVec, code string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(vec.WithLabelValues(code))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func TestSignAndKeys(t *testing.T) {
 	signer, socket := serveSigner(t)
+	signed, fetched := counter(t, signTotal, "OK"), counter(t, fetchKeysTotal, "OK")
 	clk := clocktesting.NewFakeClock(time.Now())
 	c := startClient(t, socket, clk)
 	if got := c.MaxTokenExpiration(); got != 24*time.Hour {
@@ -90,6 +102,9 @@ func TestSignAndKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := verify(t, c, tok, payload)
+	if counter(t, signTotal, "OK") != signed+1 || counter(t, fetchKeysTotal, "OK") != fetched+1 {
+		t.Error("the first fetch and signature are not counted")
+	}
 
 	// A rotation in the signer: a token naming the new key makes the client fetch it at once
 	// (once a second at most), not at the next hint.
@@ -138,12 +153,16 @@ func TestSignAndKeys(t *testing.T) {
 	signer.Lock()
 	signer.FetchError = status.Error(codes.Unavailable, "key store down")
 	signer.Unlock()
+	unavailable := counter(t, fetchKeysTotal, "Unavailable")
 	clk.Step(2 * time.Second)
 	if _, ok := c.Lookup(context.Background(), "another-made-up"); ok {
 		t.Fatal("a made-up key ID was found")
 	}
 	if _, ok := c.Lookup(context.Background(), second); !ok {
 		t.Fatal("a failed fetch lost the keys fetched before")
+	}
+	if counter(t, fetchKeysTotal, "Unavailable") != unavailable+1 {
+		t.Error("the failed fetch is not counted by its code")
 	}
 }
 
@@ -178,6 +197,12 @@ func TestMisbehavingSigner(t *testing.T) {
 	}
 	signer.Exclude(excluded)
 	c := startClient(t, socket, clocktesting.NewFakeClock(time.Now()))
+	refused, failed := counter(t, signTotal, "unknown-non-grpc"), counter(t, signTotal, "Internal")
+	defer func() {
+		if counter(t, signTotal, "unknown-non-grpc") != refused+8 || counter(t, signTotal, "Internal") != failed+1 {
+			t.Error("refused tokens and the signer's error are not counted by their codes")
+		}
+	}()
 	for _, tc := range []struct {
 		name   string
 		mutate func(*signertest.Signer)

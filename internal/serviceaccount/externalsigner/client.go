@@ -66,9 +66,11 @@ type Client struct {
 
 	keys atomic.Pointer[keySet]
 
-	// fetchMu makes fetches one at a time; lastFetch is when the last one started.
-	fetchMu   sync.Mutex
-	lastFetch time.Time
+	// fetchMu makes fetches one at a time; lastFetch is when the last one started, and
+	// fetchesStarted counts them.
+	fetchMu        sync.Mutex
+	lastFetch      time.Time
+	fetchesStarted atomic.Int64
 }
 
 var (
@@ -131,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 
 // init fetches the keys and the metadata once.
 func (c *Client) init(ctx context.Context) error {
-	if err := c.refresh(ctx, false); err != nil {
+	if err := c.refresh(ctx); err != nil {
 		return err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, c.callTimeout)
@@ -163,7 +165,7 @@ func (c *Client) keepFresh(ctx context.Context) {
 			return
 		case <-timer.C():
 		}
-		if err := c.refresh(ctx, false); err != nil {
+		if err := c.refresh(ctx); err != nil {
 			klog.ErrorS(err, "Refreshing the external signer's keys failed; the keys fetched before keep verifying tokens", "retryIn", retryInterval)
 			next = retryInterval
 			continue
@@ -172,15 +174,41 @@ func (c *Client) keepFresh(ctx context.Context) {
 	}
 }
 
-// refresh fetches the keys. An on-demand fetch (for a key a token names that is not known)
-// is skipped when another started less than minRefreshInterval ago.
-func (c *Client) refresh(ctx context.Context, onDemand bool) error {
+// refresh fetches the keys.
+func (c *Client) refresh(ctx context.Context) error {
 	c.fetchMu.Lock()
 	defer c.fetchMu.Unlock()
-	now := c.clock.Now()
-	if onDemand && now.Sub(c.lastFetch) < minRefreshInterval {
+	return c.fetchLocked(ctx)
+}
+
+// refreshForUnknownKey fetches the keys for a caller that met a key ID not among them: at once
+// if no fetch ran in the last minRefreshInterval, else once it has passed, and not at all if a
+// fetch began while the caller waited its turn (that fetch saw whatever the caller would). Made-up
+// key IDs thus cost one fetch a second however many tokens name them, and a key the signer has
+// just started using is always found.
+func (c *Client) refreshForUnknownKey(ctx context.Context) error {
+	seen := c.fetchesStarted.Load()
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	if c.fetchesStarted.Load() != seen {
 		return nil
 	}
+	if wait := c.lastFetch.Add(minRefreshInterval).Sub(c.clock.Now()); wait > 0 {
+		timer := c.clock.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C():
+		}
+	}
+	return c.fetchLocked(ctx)
+}
+
+// fetchLocked fetches the keys and takes them if they pass; fetchMu is held.
+func (c *Client) fetchLocked(ctx context.Context) error {
+	c.fetchesStarted.Add(1)
+	now := c.clock.Now()
 	c.lastFetch = now
 	set, err := c.fetch(ctx, now)
 	fetchKeysTotal.WithLabelValues(resultCode(err)).Inc()
@@ -274,7 +302,7 @@ func (c *Client) Lookup(ctx context.Context, kid string) (serviceaccount.PublicK
 	if k, ok := c.keys.Load().byID[kid]; ok {
 		return k, true
 	}
-	if err := c.refresh(ctx, true); err != nil {
+	if err := c.refreshForUnknownKey(ctx); err != nil {
 		klog.ErrorS(err, "Refreshing the external signer's keys for an unknown key ID failed", "keyID", kid)
 	}
 	k, ok := c.keys.Load().byID[kid]

@@ -120,15 +120,43 @@ func TestSignAndKeys(t *testing.T) {
 	if got := verify(t, c, tok, payload); got != second {
 		t.Fatalf("signed by %s, want the new key %s", got, second)
 	}
-	calls := fetchCalls(signer)
+	// Tokens naming made-up key IDs, several at once within a second of the last fetch: they
+	// wait for the second to pass, and the client fetches at most once a second for them.
+	calls, base := fetchCalls(signer), clk.Waiters()
+	results := make(chan bool)
 	for range 5 {
-		if _, ok := c.Lookup(context.Background(), "made-up"); ok {
-			t.Fatal("a made-up key ID was found")
-		}
+		go func() {
+			_, ok := c.Lookup(context.Background(), "made-up")
+			results <- ok
+		}()
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return clk.Waiters() > base, nil
+	}); err != nil {
+		t.Fatal("no lookup waits for the second to pass")
 	}
 	if got := fetchCalls(signer); got != calls {
-		t.Fatalf("unknown key IDs within a second made %d fetches, want none", got-calls)
+		t.Fatalf("unknown key IDs made %d fetches within a second of the last", got-calls)
 	}
+	seconds := 0
+	for answered := 0; answered < 5; {
+		select {
+		case ok := <-results:
+			if ok {
+				t.Fatal("a made-up key ID was found")
+			}
+			answered++
+		case <-time.After(10 * time.Millisecond):
+			if clk.Waiters() > base {
+				clk.Step(time.Second)
+				seconds++
+			}
+		}
+	}
+	if got := fetchCalls(signer) - calls; got < 1 || got > seconds {
+		t.Fatalf("5 lookups of an unknown key over %d seconds made %d fetches, want 1 to %d", seconds, got, seconds)
+	}
+	calls = fetchCalls(signer)
 
 	// The refresh hint: the client fetches again when it is due and learns the old key is gone.
 	signer.Drop(first)

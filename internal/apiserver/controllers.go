@@ -25,6 +25,7 @@ import (
 	"github.com/idplane/idplane/internal/authz/rbac"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/controller/bootstrapsigner"
 	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
 	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
@@ -61,6 +62,8 @@ type controllerContext struct {
 	// apiServerNames are the names the serving certificate covers, which no node's may.
 	apiServerNames certificates.ServerNames
 	informers      informers.SharedInformerFactory
+	// clusterInfo is the kubeconfig the bootstrap signer publishes in kube-public/cluster-info.
+	clusterInfo []byte
 }
 
 // controller builds one controller and returns how to run it until ctx ends.
@@ -123,6 +126,14 @@ var leaderControllers = []controller{
 		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
+	{"bootstrap-signer", func(cc controllerContext) (func(context.Context), error) {
+		core := cc.informers.Core().V1()
+		c, err := bootstrapsigner.New(cc.client, core.ConfigMaps(), core.Secrets(), bootstrapsigner.Config{Kubeconfig: cc.clusterInfo, Clock: clock.RealClock{}})
+		if err != nil {
+			return nil, err
+		}
+		return c.Run, nil
+	}},
 	{"csr-cleaner", func(cc controllerContext) (func(context.Context), error) {
 		c := csrcleaner.New(cc.client, cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
 		return c.Run, nil
@@ -184,6 +195,14 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		caPEM: a.in.caPEM, issuer: tokens.config.Issuer,
 		signers: signers, signingDuration: a.o.ClusterSigningDuration,
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
+	}
+	if cc.clusterInfo, err = clusterInfoKubeconfig(a.o, a.in.url, a.in.caPEM); err != nil {
+		return err
+	}
+	if a.o.ClusterInfo.Anonymous {
+		if err := addClusterInfoViewer(srv, cc.client); err != nil {
+			return err
+		}
 	}
 	var elector *leaderelection.Elector
 	if le := a.o.LeaderElection; le.LeaderElect {

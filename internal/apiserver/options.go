@@ -46,8 +46,8 @@ type Options struct {
 	AuthorizationModes []string
 	TokenAuthFile      string
 	AnonymousAuth      bool
-	// AuthenticationConfigFile is an AuthenticationConfiguration whose anonymous section may open
-	// chosen paths (health, OIDC discovery) to anonymous requests.
+	// AuthenticationConfigFile is an AuthenticationConfiguration: external JWT issuers, and an
+	// anonymous section that may open chosen paths (health, OIDC discovery) to anonymous requests.
 	AuthenticationConfigFile string
 	Admission                *genericoptions.AdmissionOptions
 
@@ -71,6 +71,8 @@ type Options struct {
 
 	Encryption EncryptionOptions
 	Audit      AuditOptions
+	// ClusterInfo shapes kube-public/cluster-info, what token-joining nodes read first.
+	ClusterInfo ClusterInfoOptions
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
@@ -162,6 +164,9 @@ func NewOptions() *Options {
 		},
 		Shutdown: ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
 		Audit:    NewAuditOptions(),
+
+		// Nodes joining with a token read cluster-info before they hold any credential.
+		ClusterInfo: ClusterInfoOptions{Anonymous: true},
 	}
 }
 
@@ -178,7 +183,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes, fmt.Sprintf("Ordered authorizers; the first to allow or deny decides (known: %v). Group system:masters is always allowed.", authz.Modes()))
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Treat requests without credentials as user system:anonymous instead of refusing them.")
-	fs.StringVar(&o.AuthenticationConfigFile, "authentication-config", o.AuthenticationConfigFile, "AuthenticationConfiguration file (apiserver.config.k8s.io/v1); its anonymous section may allow anonymous requests on listed paths only. Excludes --anonymous-auth.")
+	fs.StringVar(&o.AuthenticationConfigFile, "authentication-config", o.AuthenticationConfigFile, "AuthenticationConfiguration file (apiserver.config.k8s.io/v1): JWT issuers whose tokens are accepted (with CEL claim mappings), and an anonymous section that may allow anonymous requests on listed paths only. Re-read when it changes (the anonymous section only at start). --anonymous-auth is refused with a file that has an anonymous section.")
 	sa := &o.ServiceAccounts
 	fs.StringVar(&sa.SigningKeyFile, "service-account-signing-key-file", sa.SigningKeyFile, "PEM private key (ECDSA or RSA) that signs service-account tokens (default <data-dir>/pki/sa.key, created at first start).")
 	fs.StringArrayVar(&sa.KeyFiles, "service-account-key-file", sa.KeyFiles, "PEM file of public keys (or certificates) whose service-account tokens are still accepted, for key rotation. Repeatable.")
@@ -208,6 +213,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Shutdown.SendRetryAfter, "shutdown-send-retry-after", o.Shutdown.SendRetryAfter, "On SIGTERM, keep listening until in-flight requests drained and answer new requests 429 with Retry-After instead of refusing connections.")
 	o.Encryption.AddFlags(fs)
 	o.Audit.AddFlags(fs)
+	o.ClusterInfo.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -249,9 +255,6 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--service-account-issuer %q must be a URL or a string without colons", iss))
 		}
 	}
-	if o.AnonymousAuth && o.AuthenticationConfigFile != "" {
-		errs = append(errs, errors.New("--anonymous-auth and --authentication-config exclude each other: configure anonymous access in the file"))
-	}
 	if o.ClusterSigningDuration <= 0 {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration %v must be positive", o.ClusterSigningDuration))
 	}
@@ -278,5 +281,6 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
+	errs = append(errs, o.ClusterInfo.Validate()...)
 	return errors.Join(errs...)
 }

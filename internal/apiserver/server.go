@@ -100,6 +100,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	prepared, err := build(o, buildInput{
 		listener: ln, servingCert: creds.servingCert, servingKey: creds.servingKey, caPEM: ca.CertPEM,
 		etcdServers: etcdServers, tokens: creds.tokens, identity: identity, encryptionConfig: creds.encryptionConfig,
+		url: url,
 	}, &closers)
 	if err != nil {
 		return nil, err
@@ -125,6 +126,8 @@ type buildInput struct {
 	identity string
 	// encryptionConfig is the EncryptionConfiguration file the storage layer encrypts with.
 	encryptionConfig string
+	// url is the address clients reach the server at, as the admin kubeconfig names it.
+	url string
 }
 
 // assembly is what the build steps share: the options and start's input, the server
@@ -148,7 +151,7 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 		return nil, err
 	}
 	a := &assembly{o: o, in: in, cfg: cfg, loopback: lb}
-	tokens, err := a.authentication()
+	tokens, err := a.authentication(closers)
 	if err != nil {
 		return nil, err
 	}

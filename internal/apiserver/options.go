@@ -120,6 +120,9 @@ type ServiceAccountOptions struct {
 	ExtendTokenExpiration bool
 	// JWKSURI overrides where discovery says the key set is.
 	JWKSURI string
+	// SigningEndpoint is the unix socket of an external signer that signs tokens and publishes
+	// their keys instead of the key files.
+	SigningEndpoint string
 }
 
 // maxTokenExpiration is the longest lifetime a token's 32-bit times can express.
@@ -210,6 +213,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&sa.APIAudiences, "api-audiences", sa.APIAudiences, "Audiences of the API: tokens must name one of them (default: the service-account issuers).")
 	fs.DurationVar(&sa.MaxTokenExpiration, "service-account-max-token-expiration", sa.MaxTokenExpiration, "Longest lifetime of a requested service-account token; longer requests are shortened (0: no limit).")
 	fs.BoolVar(&sa.ExtendTokenExpiration, "service-account-extend-token-expiration", sa.ExtendTokenExpiration, "Issue the tokens the ServiceAccount admission plugin requests for pods (3607 s) for a year, with a warnafter claim at the requested expiry.")
+	fs.StringVar(&sa.SigningEndpoint, "service-account-signing-endpoint", sa.SigningEndpoint, signingEndpointHelp)
 	fs.StringVar(&sa.JWKSURI, "service-account-jwks-uri", sa.JWKSURI, "URL of the key set published in OIDC discovery, when relying parties fetch it elsewhere than from this server (https).")
 	fs.BoolVar(&o.GMSA.AuthorizeRequester, "gmsa-authorize-requester", o.GMSA.AuthorizeRequester, "GMSA admission also checks that the user creating a pod may use the GMSACredentialSpecs it names, not only the pod's service account.")
 	fs.BoolVar(&o.GMSA.AlphaAnnotations, "gmsa-alpha-annotations", o.GMSA.AlphaAnnotations, "GMSA admission also expands and checks the alpha annotations (pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name and friends), for clusters migrating from alpha.")
@@ -269,6 +273,7 @@ func (o *Options) Validate() error {
 	if d := o.ServiceAccounts.MaxTokenExpiration; d != 0 && (d < time.Hour || d > maxTokenExpiration) {
 		errs = append(errs, fmt.Errorf("--service-account-max-token-expiration %v must be between 1h and 2^32 seconds", d))
 	}
+	errs = append(errs, o.ServiceAccounts.validateSigningEndpoint()...)
 	for _, iss := range o.ServiceAccounts.Issuers {
 		if iss == "" || (strings.Contains(iss, ":") && !isURL(iss)) {
 			errs = append(errs, fmt.Errorf("--service-account-issuer %q must be a URL or a string without colons", iss))

@@ -84,7 +84,10 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 			closers.unwind()
 		}
 	}()
-	etcd, etcdServers, err := openEtcd(ctx, o, creds.secrets, creds.encryptionConfig, &closers)
+	if err := creds.tokens.connectSigner(&closers); err != nil {
+		return nil, err
+	}
+	etcd, etcdServers, err := openEtcd(ctx, o, creds.encryptionConfig, &closers)
 	if err != nil {
 		return nil, err
 	}

@@ -77,13 +77,15 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	if strings.Count(raw, ".") != 2 {
 		return nil, false, nil
 	}
-	// Checked before anything is decoded: no other authenticator takes JWTs, and none is this long.
-	if len(raw) > MaxTokenLength {
-		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
-	}
+	// Another issuer's token is left to the JWT issuers after this authenticator, whatever its
+	// length: an identity provider's token with many group claims may be long. Only the issuer
+	// claim is decoded before the length of one of ours is bounded.
 	iss, ok := unverifiedIssuer(raw)
 	if !ok || (iss != LegacyIssuer && !a.issuers.Has(iss)) {
 		return nil, false, nil
+	}
+	if len(raw) > MaxTokenLength {
+		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
 	}
 	tok, err := jwt.ParseSigned(raw, acceptedAlgorithms)
 	if err != nil {

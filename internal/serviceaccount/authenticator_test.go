@@ -327,6 +327,12 @@ func TestAuthenticateRejects(t *testing.T) {
 			c["pad"] = strings.Repeat("x", MaxTokenLength)
 			return signRaw(t, f.keys.Signing, f.keys.signingKey().ID, jose.ES256, c)
 		}, nil, nil, "more than 16384"},
+		// An identity provider's long token is the JWT issuers' to judge, after this authenticator.
+		{"over-long, another issuer's", func() string {
+			c := bound("https://idp.example", []string{testIssuer}, testNow)
+			c["groups"] = strings.Repeat("g", MaxTokenLength)
+			return signRaw(t, f.keys.Signing, f.keys.signingKey().ID, jose.ES256, c)
+		}, nil, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,8 +53,13 @@ func serverCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "idplane %s serving on %s\nadmin kubeconfig: %s\ntry: kubectl --kubeconfig %s get namespaces\n",
-				version.String(), srv.URL, srv.AdminKubeconfig, srv.AdminKubeconfig)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "idplane %s serving on %s\nadmin kubeconfig: %s\n", version.String(), srv.URL, srv.AdminKubeconfig)
+			// The hint comes once /readyz is green: before, the namespaces and the default
+			// policy may be half made. A server that stops first says why in Wait's error.
+			if srv.WaitReady(ctx) == nil {
+				fmt.Fprintf(out, "ready; try: kubectl --kubeconfig %s get namespaces\n", srv.AdminKubeconfig)
+			}
 			return srv.Wait()
 		},
 	}

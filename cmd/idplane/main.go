@@ -2,38 +2,52 @@
 // with its controllers; `idplane agent` runs the node side; `idplane token create` makes a
 // bootstrap token and prints the kubeconfig a node agent joins with; `idplane gmsa credspec`
 // writes a GMSACredentialSpec for a Windows gMSA; `idplane gmsa-webhook` serves the GMSA admission
-// webhooks for another Kubernetes cluster.
+// webhooks for another Kubernetes cluster; `idplane version` prints the version.
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/klog/v2"
+	"k8s.io/component-base/cli"
+	"k8s.io/component-base/logs"
 
 	"github.com/idplane/idplane/internal/apiserver"
 	"github.com/idplane/idplane/internal/version"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "idplane",
-		Short:         "Identity and access control plane for nodes and workloads, speaking the Kubernetes API",
-		Version:       version.String(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	root.PersistentFlags().AddGoFlagSet(klogFlags)
-	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand())
-	if err := root.Execute(); err != nil {
+	if err := run(newRootCommand()); err != nil {
 		fmt.Fprintln(os.Stderr, "idplane:", err)
 		os.Exit(1)
 	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "idplane",
+		Short: "Identity and access control plane for nodes and workloads, speaking the Kubernetes API",
+		// Errors are one line; --help shows the usage.
+		SilenceUsage: true,
+	}
+	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand(), versionCommand())
+	addVersionFlag(root)
+	// The supported logging flags (-v, --vmodule, --log-flush-frequency) on every command.
+	logs.AddFlags(root.PersistentFlags())
+	setSectionedHelp(root)
+	return root
+}
+
+// run executes root with component-base's runner, as Kubernetes components do: klog set up
+// before the command runs and flushed after.
+func run(root *cobra.Command) error {
+	if err := cli.RunNoErrOutput(root); err != nil && !errors.Is(err, errVersionPrinted) {
+		return err
+	}
+	return nil
 }
 
 func serverCommand() *cobra.Command {

@@ -304,8 +304,16 @@ func ensureNamespaces(ctx context.Context, client kubernetes.Interface) error {
 }
 
 // bootstrapRBAC reconciles the default policy, retrying while the server is still coming up, and
-// then waits until the RBAC index has seen it, so that a ready server authorizes by it.
+// then waits until the RBAC index holds it (on a first start the informers synced on empty
+// lists before the policy was written), so that a ready server authorizes by it.
 func bootstrapRBAC(ctx context.Context, client kubernetes.Interface, index *rbac.Authorizer) error {
+	var roles, bindings []string
+	for _, r := range bootstrap.ClusterRoles() {
+		roles = append(roles, r.Name)
+	}
+	for _, b := range bootstrap.ClusterRoleBindings() {
+		bindings = append(bindings, b.Name)
+	}
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if err := bootstrap.Reconcile(ctx, client); err != nil {
 			klog.ErrorS(err, "Reconciling the bootstrap RBAC policy; retrying")
@@ -317,6 +325,6 @@ func bootstrapRBAC(ctx context.Context, client kubernetes.Interface, index *rbac
 		return fmt.Errorf("reconciling the bootstrap RBAC policy: %w", err)
 	}
 	return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-		return index.HasSynced(), nil
+		return index.HasSynced() && index.HoldsClusterPolicy(roles, bindings), nil
 	})
 }

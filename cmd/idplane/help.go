@@ -65,18 +65,63 @@ func setSectionedHelp(root *cobra.Command) {
 	})
 }
 
-// flagSections sorts cmd's flags into its own (named after it), the logging flags and the
-// global ones (--help, --version).
+// flagSection is one heading of a command's help and the flags under it, by name prefix.
+type flagSection struct {
+	name     string
+	prefixes []string
+}
+
+// commandSections group the flags of a command with many, as kube-apiserver's help does; a flag
+// no section claims is listed under the first. Commands not listed show one section of their
+// own flags, named after them.
+var commandSections = map[string][]flagSection{
+	"idplane server": {
+		{"generic", []string{"data-dir", "request-timeout"}},
+		{"secure serving", []string{"bind-address", "secure-port"}},
+		{"etcd", []string{"etcd-", "encryption-provider-config"}},
+		{"authentication", []string{"anonymous-auth", "authentication-config", "token-auth-file", "api-audiences", "service-account-"}},
+		{"authorization", []string{"authorization-mode"}},
+		{"admission", []string{"admission-control-config-file", "enable-admission-plugins", "disable-admission-plugins", "gmsa-"}},
+		{"certificates", []string{"cluster-signing-", "approve-kubelet-serving"}},
+		{"audit", []string{"audit-", "print-default-audit-policy"}},
+		{"leader election", []string{"leader-elect"}},
+		{"shutdown", []string{"shutdown-"}},
+	},
+}
+
+// sectionOf is the heading of flag name among sections, the first one when none claims it.
+func sectionOf(sections []flagSection, name string) string {
+	for _, sec := range sections {
+		for _, p := range sec.prefixes {
+			if name == p || (strings.HasSuffix(p, "-") && strings.HasPrefix(name, p)) || strings.HasPrefix(name, p+"-") {
+				return sec.name
+			}
+		}
+	}
+	return sections[0].name
+}
+
+// flagSections sorts cmd's flags into its own (by commandSections, else one section named after
+// it), the logging flags and the global ones (--help, --version).
 func flagSections(cmd *cobra.Command, logFlags *pflag.FlagSet) cliflag.NamedFlagSets {
 	var fss cliflag.NamedFlagSets
-	own := fss.FlagSet(cmd.Name())
+	sections := commandSections[cmd.CommandPath()]
+	for _, sec := range sections {
+		fss.FlagSet(sec.name)
+	}
+	if sections == nil {
+		fss.FlagSet(cmd.Name())
+	}
 	logSection, global := fss.FlagSet("logs"), fss.FlagSet("global")
 	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
-		if f.Name == "help" {
+		switch {
+		case f.Name == "help":
 			global.AddFlag(f)
-			return
+		case sections != nil:
+			fss.FlagSet(sectionOf(sections, f.Name)).AddFlag(f)
+		default:
+			fss.FlagSet(cmd.Name()).AddFlag(f)
 		}
-		own.AddFlag(f)
 	})
 	all := cmd.InheritedFlags()
 	all.AddFlagSet(cmd.PersistentFlags())

@@ -68,7 +68,10 @@ func TestHelpSections(t *testing.T) {
 		without []string
 	}{
 		{[]string{"--help"}, []string{"Available Commands:", "server", "Logs flags:", "-v, --v", "Global flags:", "--version"}, nil},
-		{[]string{"server", "--help"}, []string{"Server flags:", "--data-dir", "--secure-port", "Logs flags:", "--vmodule", "Global flags:", "-h, --help"}, nil},
+		{[]string{"server", "--help"}, []string{"Generic flags:", "--data-dir", "Secure serving flags:", "--secure-port", "Etcd flags:", "--encryption-provider-config", "--etcd-servers",
+			"Authentication flags:", "--service-account-issuer", "Authorization flags:", "Admission flags:",
+			"--gmsa-alpha-annotations", "Certificates flags:", "Audit flags:", "--print-default-audit-policy", "Leader election flags:",
+			"Shutdown flags:", "Logs flags:", "--vmodule", "Global flags:", "-h, --help"}, nil},
 		{[]string{"agent", "--help"}, []string{"Agent flags:", "--node-ip", "default: the host's global unicast addresses, else 127.0.0.1).\n", "Logs flags:"}, []string{"(default [])"}},
 		{[]string{"token", "create", "--help"}, []string{"Examples:", "Create flags:", "--kubeconfig", "Logs flags:"}, nil},
 	}
@@ -93,6 +96,31 @@ func TestHelpSections(t *testing.T) {
 			if strings.Contains(out, w) {
 				t.Errorf("idplane %v: help shows %q:\n%s", tc.args, w, out)
 			}
+		}
+	}
+}
+
+// TestSectionOf: a flag goes under the section whose prefix names it, a whole word of its name;
+// one no section claims goes under the first.
+func TestSectionOf(t *testing.T) {
+	sections := []flagSection{
+		{"generic", []string{"data-dir"}},
+		{"etcd", []string{"etcd-", "encryption-provider-config"}},
+		{"leader election", []string{"leader-elect"}},
+	}
+	cases := map[string]string{
+		"data-dir":                   "generic",
+		"etcd-servers":               "etcd",
+		"encryption-provider-config": "etcd",
+		"encryption-provider-config-automatic-reload": "etcd",
+		"leader-elect":                "leader election",
+		"leader-elect-lease-duration": "leader election",
+		"leader-elected":              "generic", // a prefix is a whole word unless it ends in "-"
+		"something-new":               "generic",
+	}
+	for name, want := range cases {
+		if got := sectionOf(sections, name); got != want {
+			t.Errorf("sectionOf(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -133,4 +137,91 @@ func TestCommandsOutsideTheClone(t *testing.T) {
 			t.Errorf("idplane %v printed %q; the server reports\n%s", args, out, serverVersion)
 		}
 	}
+}
+
+// TestReadyHint: `idplane server` prints its try: hint once it is ready, and a client that
+// acts on the hint at once sees a complete cluster: /readyz green, the four system namespaces
+// and the default RBAC policy deciding.
+func TestReadyHint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an idplane server process; skipped in -short mode")
+	}
+	serverSlots <- struct{}{}
+	defer func() { <-serverSlots }()
+	dataDir, logPath := t.TempDir(), filepath.Join(t.TempDir(), "idplane.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(idplaneBin, "server", "--data-dir", dataDir, "--secure-port=0")
+	cmd.Stderr = logFile
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(stopTimeout):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("idplane log (last lines):\n%s", tailFile(logPath, 60))
+		}
+	})
+	// Each line printed, with the ones before it.
+	type output struct{ lines []string }
+	hints := make(chan output, 1)
+	go func() {
+		defer close(exited)
+		var lines []string
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.HasPrefix(sc.Text(), "ready; try: ") {
+				hints <- output{slices.Clone(lines)}
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	var printed []string
+	select {
+	case o := <-hints:
+		printed = o.lines
+	case <-exited:
+		t.Fatalf("idplane exited before its hint")
+	case <-time.After(startTimeout):
+		t.Fatalf("no hint within %v", startTimeout)
+	}
+	kubeconfig, ok := strings.CutPrefix(printed[len(printed)-1], "ready; try: kubectl --kubeconfig ")
+	kubeconfig, ok2 := strings.CutSuffix(kubeconfig, " get namespaces")
+	if !ok || !ok2 {
+		t.Fatalf("hint %q, want ready; try: kubectl --kubeconfig <path> get namespaces", printed[len(printed)-1])
+	}
+	if len(printed) != 3 || !servingLine.MatchString(printed[0]) || !kubeconfigLine.MatchString(printed[1]) {
+		t.Errorf("standard output %q, want the address, the kubeconfig, then the hint", printed)
+	}
+
+	s := &server{Kubeconfig: kubeconfig, cacheDir: t.TempDir()}
+	if out := s.kubectl(t, "get", "--raw", "/readyz"); out != "ok" {
+		t.Errorf("/readyz at the hint: %q", out)
+	}
+	names := strings.Fields(s.kubectl(t, "get", "namespaces", "-o", "name"))
+	want := []string{"namespace/default", "namespace/kube-node-lease", "namespace/kube-public", "namespace/kube-system"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("namespaces at the hint: %v, want %v", names, want)
+	}
+	// The default policy decides: any authenticated user may read /version
+	// (system:public-info-viewer), and the aggregated roles exist.
+	if out := s.kubectl(t, "auth", "can-i", "get", "/version", "--as", "someone"); strings.TrimSpace(out) != "yes" {
+		t.Errorf("can someone get /version at the hint: %q, want yes", out)
+	}
+	s.kubectl(t, "get", "clusterrole", "cluster-admin", "admin", "edit", "view")
 }

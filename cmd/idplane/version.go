@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -66,7 +67,7 @@ func addVersionFlag(root *cobra.Command) {
 }
 
 // errVersionPrinted ends a command whose --version has been answered; main exits 0 on it.
-var errVersionPrinted = fmt.Errorf("version printed")
+var errVersionPrinted = errors.New("version printed")
 
 func printVersion(w io.Writer, v versionFlag) error {
 	if v == versionRaw {

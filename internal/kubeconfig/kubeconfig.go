@@ -33,7 +33,8 @@ func Write(path, name string, c Credentials) error {
 // Update sets the cluster, user and context named name in the kubeconfig at path, as Write
 // does, and keeps every other entry, the preferences and extensions: a user who added their
 // own users and contexts to the file (kubectl config set-credentials, use-context) keeps
-// them. The current context stays when it names a context of the file, else it becomes name.
+// them, and the namespace they chose for context name. The current context stays when it
+// names a context of the file, else it becomes name.
 // A file that is missing or empty is written anew; one that does not parse is an error, never
 // overwritten.
 func Update(path, name string, c Credentials) error {
@@ -53,7 +54,12 @@ func write(path string, cfg *clientcmdapi.Config, name string, c Credentials) er
 	if c.CertKeyFile != "" {
 		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificate: c.CertKeyFile, ClientKey: c.CertKeyFile}
 	}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	ctx := &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	if old := cfg.Contexts[name]; old != nil {
+		// The namespace is the user's choice (kubectl config set-context --current --namespace).
+		ctx.Namespace = old.Namespace
+	}
+	cfg.Contexts[name] = ctx
 	if _, ok := cfg.Contexts[cfg.CurrentContext]; !ok {
 		cfg.CurrentContext = name
 	}

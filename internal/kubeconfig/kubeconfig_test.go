@@ -23,12 +23,12 @@ func TestUpdate(t *testing.T) {
 	}{
 		{"no file", "", "idplane", []string{"idplane"}},
 		{"empty file", "\n", "idplane", []string{"idplane"}},
-		{"idplane's own, stale URL", `
+		{"idplane's own, stale URL, a chosen namespace", `
 apiVersion: v1
 kind: Config
 clusters: [{name: idplane, cluster: {server: "https://127.0.0.1:39999"}}]
 users: [{name: idplane, user: {token: stale}}]
-contexts: [{name: idplane, context: {cluster: idplane, user: idplane}}]
+contexts: [{name: idplane, context: {cluster: elsewhere, user: someone, namespace: team}}]
 current-context: idplane
 `, "idplane", []string{"idplane"}},
 		{"a user's additions, current context theirs", `
@@ -84,6 +84,10 @@ current-context: gone
 			}
 			if a := cfg.AuthInfos["alice"]; a != nil && (a.ClientCertificate != "alice.crt" || a.ClientKey != "alice.key") {
 				t.Errorf("user alice changed: %+v (relative paths must stay as written)", a)
+			}
+			if c := cfg.Contexts["idplane"]; c == nil || c.Cluster != "idplane" || c.AuthInfo != "idplane" ||
+				(strings.Contains(tc.name, "chosen namespace") && c.Namespace != "team") {
+				t.Errorf("context idplane = %+v, want cluster and user idplane, the namespace kept", c)
 			}
 			if c := cfg.Contexts["alice"]; c != nil && c.Namespace != "team" {
 				t.Errorf("context alice changed: %+v", c)

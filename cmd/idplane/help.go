@@ -79,13 +79,14 @@ var commandSections = map[string][]flagSection{
 		{"generic", []string{"data-dir", "request-timeout"}},
 		{"secure serving", []string{"bind-address", "secure-port"}},
 		{"etcd", []string{"etcd-", "encryption-provider-config"}},
-		{"authentication", []string{"anonymous-auth", "authentication-config", "token-auth-file", "api-audiences", "service-account-"}},
+		{"authentication", []string{"anonymous-auth", "authentication-config", "token-auth-file", "api-audiences", "service-account-", "anonymous-cluster-info", "cluster-info-server"}},
 		{"authorization", []string{"authorization-mode"}},
 		{"admission", []string{"admission-control-config-file", "enable-admission-plugins", "disable-admission-plugins", "gmsa-"}},
-		{"certificates", []string{"cluster-signing-", "approve-kubelet-serving"}},
+		{"certificates", []string{"cluster-signing-", "approve-kubelet-serving", "pod-certificate-duration", "spiffe-trust-domain"}},
 		{"audit", []string{"audit-", "print-default-audit-policy"}},
 		{"leader election", []string{"leader-elect"}},
 		{"shutdown", []string{"shutdown-"}},
+		{"snapshots", []string{"snapshot-"}},
 	},
 }
 

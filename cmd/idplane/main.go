@@ -33,7 +33,7 @@ func newRootCommand() *cobra.Command {
 		// Errors are one line; --help shows the usage.
 		SilenceUsage: true,
 	}
-	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand(), versionCommand())
+	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand(), snapshotCommand(), versionCommand())
 	addVersionFlag(root)
 	// The supported logging flags (-v, --vmodule, --log-flush-frequency) on every command.
 	logs.AddFlags(root.PersistentFlags())

@@ -35,6 +35,7 @@ func tokenCreateCommand() *cobra.Command {
 			"The admin kubeconfig is found as kubectl finds one: --kubeconfig, else $KUBECONFIG, else ~/.kube/config.",
 		Example: "  export KUBECONFIG=$PWD/idplane-data/admin.kubeconfig\n" +
 			"  idplane token create --ttl 1h > bootstrap.kubeconfig\n" +
+			"  idplane token create --node-name node-a --print-join-command\n" +
 			"  idplane token create --node-name node-a --single-use > node-a.kubeconfig",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -54,5 +55,7 @@ func tokenCreateCommand() *cobra.Command {
 	fs.StringVar(&r.Binding.NodeName, "node-name", "", "the one node the token may join: its client CSRs are auto-approved only for system:node:<this name>; "+
 		"without it, the token can obtain any node's client certificate")
 	fs.BoolVar(&r.Binding.SingleUse, "single-use", false, "delete the token once a client certificate was issued with it (needs --node-name)")
+	fs.BoolVar(&r.PrintJoinCommand, "print-join-command", false, "print, instead of the bootstrap kubeconfig, the one-line `idplane agent` command that joins a node with the token "+
+		"and the hash of the cluster CA (--discovery-token-ca-cert-hash), with --node-name when the token is bound to one")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	clientleaderelection "k8s.io/client-go/tools/leaderelection"
@@ -19,11 +20,13 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
 	componentbasevalidation "k8s.io/component-base/config/validation"
+	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/admission"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
 	"github.com/idplane/idplane/internal/authz"
 	"github.com/idplane/idplane/internal/gmsa"
+	"github.com/idplane/idplane/internal/snapshot"
 )
 
 // Options are the settings of `idplane server`. The zero-flag defaults give a working control
@@ -33,6 +36,11 @@ type Options struct {
 	BindAddress net.IP
 	// SecurePort 0 picks a free port; the admin kubeconfig names the real one.
 	SecurePort int
+	// AdvertiseAddress is the address other members of the cluster reach this replica at: it is
+	// listed in the default/kubernetes Endpoints. Unset means AdvertisedAddress's default.
+	AdvertiseAddress net.IP
+	// ServiceClusterIPRange is the CIDR whose first address is the kubernetes Service's ClusterIP.
+	ServiceClusterIPRange string
 
 	// EtcdServers, when set, replace the embedded etcd.
 	EtcdServers  []string
@@ -46,8 +54,8 @@ type Options struct {
 	AuthorizationModes []string
 	TokenAuthFile      string
 	AnonymousAuth      bool
-	// AuthenticationConfigFile is an AuthenticationConfiguration whose anonymous section may open
-	// chosen paths (health, OIDC discovery) to anonymous requests.
+	// AuthenticationConfigFile is an AuthenticationConfiguration: external JWT issuers, and an
+	// anonymous section that may open chosen paths (health, OIDC discovery) to anonymous requests.
 	AuthenticationConfigFile string
 	Admission                *genericoptions.AdmissionOptions
 
@@ -64,6 +72,8 @@ type Options struct {
 	// ApproveKubeletServing lets the approver approve a node's own kubelet serving CSRs for the
 	// names its Node object shows.
 	ApproveKubeletServing bool
+	// PodCertificates are the settings of the built-in pod certificate signers.
+	PodCertificates PodCertificateOptions
 
 	// LeaderElection makes the controllers run on one replica at a time; off, they run at once.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -71,6 +81,14 @@ type Options struct {
 
 	Encryption EncryptionOptions
 	Audit      AuditOptions
+	// ClusterInfo shapes kube-public/cluster-info, what token-joining nodes read first.
+	ClusterInfo ClusterInfoOptions
+
+	// kubernetesServiceClock drives the kubernetes Service's Lease renewals; nil is the real
+	// clock, tests set a fake one.
+	kubernetesServiceClock clock.WithTicker
+	// Snapshots are the leader's scheduled snapshots of etcd and the keys.
+	Snapshots snapshot.ScheduleOptions
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
@@ -136,11 +154,13 @@ func NewOptions() *Options {
 		DataDir:                "./idplane-data",
 		BindAddress:            net.ParseIP("127.0.0.1"),
 		SecurePort:             6443,
+		ServiceClusterIPRange:  defaultServiceClusterIPRange,
 		RequestTimeout:         time.Minute,
 		AuthorizationModes:     authz.DefaultModes(),
 		Admission:              admission.NewOptions(),
 		ServiceAccounts:        ServiceAccountOptions{ExtendTokenExpiration: true},
 		ClusterSigningDuration: 365 * 24 * time.Hour,
+		PodCertificates:        newPodCertificateOptions(),
 		ClusterSigningFiles: func() map[string]*SigningFiles {
 			m := map[string]*SigningFiles{}
 			for _, s := range clusterSigners {
@@ -159,6 +179,11 @@ func NewOptions() *Options {
 		},
 		Shutdown: ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
 		Audit:    NewAuditOptions(),
+
+		// Nodes joining with a token read cluster-info before they hold any credential.
+		ClusterInfo: ClusterInfoOptions{Anonymous: true},
+
+		Snapshots: snapshot.NewScheduleOptions(),
 	}
 }
 
@@ -167,6 +192,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the PKI, the admin kubeconfig and the embedded etcd.")
 	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "Address to serve HTTPS on.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS on; 0 picks a free port.")
+	fs.IPVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "Address the rest of the cluster reaches this replica at: listed in the default/kubernetes Endpoints and covered by the serving certificate. It must be reachable from nodes and pods (default: --bind-address, or the host's primary address (that of the default route) when --bind-address is 0.0.0.0 or ::).")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Service cluster IPs; its first address is the ClusterIP of the default/kubernetes Service. idplane has no service proxy: nothing routes it, and the agent gives containers the server's own address instead.")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "External etcd endpoints (https://host:port,...). Empty runs an embedded etcd in <data-dir>/etcd.")
 	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle verifying the external etcd servers.")
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate for the external etcd.")
@@ -175,7 +202,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.AuthorizationModes, "authorization-mode", o.AuthorizationModes, fmt.Sprintf("Ordered authorizers; the first to allow or deny decides (known: %v). Group system:masters is always allowed.", authz.Modes()))
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile, "Static bearer tokens, CSV: token,user,uid,\"group1,group2\".")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "Treat requests without credentials as user system:anonymous instead of refusing them.")
-	fs.StringVar(&o.AuthenticationConfigFile, "authentication-config", o.AuthenticationConfigFile, "AuthenticationConfiguration file (apiserver.config.k8s.io/v1); its anonymous section may allow anonymous requests on listed paths only. Excludes --anonymous-auth.")
+	fs.StringVar(&o.AuthenticationConfigFile, "authentication-config", o.AuthenticationConfigFile, "AuthenticationConfiguration file (apiserver.config.k8s.io/v1): JWT issuers whose tokens are accepted (with CEL claim mappings), and an anonymous section that may allow anonymous requests on listed paths only. Re-read when it changes (the anonymous section only at start). --anonymous-auth is refused with a file that has an anonymous section.")
 	sa := &o.ServiceAccounts
 	fs.StringVar(&sa.SigningKeyFile, "service-account-signing-key-file", sa.SigningKeyFile, "PEM private key (ECDSA or RSA) that signs service-account tokens (default <data-dir>/pki/sa.key, created at first start).")
 	fs.StringArrayVar(&sa.KeyFiles, "service-account-key-file", sa.KeyFiles, "PEM file of public keys (or certificates) whose service-account tokens are still accepted, for key rotation. Repeatable.")
@@ -198,12 +225,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: "+defaultCert+"). Read again when it changes.")
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: "+defaultKey+").")
 	}
+	o.PodCertificates.AddFlags(fs)
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
 	fs.DurationVar(&o.Shutdown.WatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.Shutdown.WatchTerminationGracePeriod, "On SIGTERM, open watches are told to end and the stop waits for them up to this long (0: watches are cut when their connections close).")
 	fs.BoolVar(&o.Shutdown.SendRetryAfter, "shutdown-send-retry-after", o.Shutdown.SendRetryAfter, "On SIGTERM, keep listening until in-flight requests drained and answer new requests 429 with Retry-After instead of refusing connections.")
 	o.Encryption.AddFlags(fs)
 	o.Audit.AddFlags(fs)
+	o.ClusterInfo.AddFlags(fs)
+	o.Snapshots.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -244,9 +274,6 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--service-account-issuer %q must be a URL or a string without colons", iss))
 		}
 	}
-	if o.AnonymousAuth && o.AuthenticationConfigFile != "" {
-		errs = append(errs, errors.New("--anonymous-auth and --authentication-config exclude each other: configure anonymous access in the file"))
-	}
 	if o.ClusterSigningDuration <= 0 {
 		errs = append(errs, fmt.Errorf("--cluster-signing-duration %v must be positive", o.ClusterSigningDuration))
 	}
@@ -255,6 +282,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--cluster-signing-%s-cert-file and --cluster-signing-%s-key-file go together", s.flag, s.flag))
 		}
 	}
+	errs = append(errs, o.PodCertificates.Validate()...)
 	for _, err := range componentbasevalidation.ValidateLeaderElectionConfiguration(&o.LeaderElection, field.NewPath("leaderElection")) {
 		errs = append(errs, err)
 	}
@@ -271,7 +299,38 @@ func (o *Options) Validate() error {
 	if o.Shutdown.DelayDuration < 0 || o.Shutdown.WatchTerminationGracePeriod < 0 {
 		errs = append(errs, errors.New("--shutdown-delay-duration and --shutdown-watch-termination-grace-period must not be negative"))
 	}
+	if _, err := o.KubernetesServiceIP(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
+	errs = append(errs, o.ClusterInfo.Validate()...)
+	errs = append(errs, o.Snapshots.Validate()...)
 	return errors.Join(errs...)
+}
+
+// AdvertisedAddress is the address this replica publishes for the rest of the cluster: in the
+// default/kubernetes Endpoints and the serving certificate. It is --advertise-address, else the
+// bind address, else, for a bind address of 0.0.0.0 or ::, the host's primary address as
+// kube-apiserver picks it (the address of the default route's interface).
+func (o *Options) AdvertisedAddress() (net.IP, error) {
+	if o.AdvertiseAddress != nil && !o.AdvertiseAddress.IsUnspecified() {
+		return o.AdvertiseAddress, nil
+	}
+	// Unlike kube-apiserver, a loopback bind address is advertised as it is: nothing else
+	// listens for this server on the host's other addresses.
+	if o.BindAddress != nil && !o.BindAddress.IsUnspecified() {
+		return o.BindAddress, nil
+	}
+	ip, err := utilnet.ResolveBindAddress(o.BindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("choosing the address to advertise for --bind-address %s (set --advertise-address): %w", o.BindAddress, err)
+	}
+	return ip, nil
+}
+
+// KubernetesServiceIP is the ClusterIP of the default/kubernetes Service: the first address of
+// --service-cluster-ip-range.
+func (o *Options) KubernetesServiceIP() (net.IP, error) {
+	return firstServiceIP(o.ServiceClusterIPRange)
 }

@@ -52,14 +52,6 @@ func TestOptionsValidate(t *testing.T) {
 			wantErr: `--service-account-issuer "not:a-url" must be a URL or a string without colons`,
 		},
 		{
-			name: "anonymous both by flag and by file",
-			modify: func(o *Options) {
-				o.AnonymousAuth = true
-				o.AuthenticationConfigFile = "authn.yaml"
-			},
-			wantErr: "--anonymous-auth and --authentication-config exclude each other",
-		},
-		{
 			name:    "lease not longer than the renew deadline",
 			modify:  func(o *Options) { o.LeaderElection.LeaseDuration = o.LeaderElection.RenewDeadline },
 			wantErr: "leaderElection.leaseDuration",

@@ -131,6 +131,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	prepared, err := build(o, buildInput{
 		listener: ln, servingCert: creds.servingCert, servingKey: creds.servingKey, caPEM: ca.CertPEM,
 		etcdServers: etcdServers, tokens: creds.tokens, identity: identity, encryptionConfig: creds.encryptionConfig,
+		url: url,
 	}, &closers)
 	if err != nil {
 		return nil, err
@@ -156,6 +157,8 @@ type buildInput struct {
 	identity string
 	// encryptionConfig is the EncryptionConfiguration file the storage layer encrypts with.
 	encryptionConfig string
+	// url is the address clients reach the server at, as the admin kubeconfig names it.
+	url string
 }
 
 // assembly is what the build steps share: the options and start's input, the server
@@ -165,6 +168,8 @@ type assembly struct {
 	in       buildInput
 	cfg      *genericapiserver.Config
 	loopback loopback
+	// podCerts are the built-in pod certificate signers' CAs (authentication step).
+	podCerts podCertCAs
 }
 
 // build assembles the API server, one step per part, each in its own file. A step that opens
@@ -179,7 +184,7 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 		return nil, err
 	}
 	a := &assembly{o: o, in: in, cfg: cfg, loopback: lb}
-	tokens, err := a.authentication()
+	tokens, err := a.authentication(closers)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +212,9 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 		return nil, err
 	}
 	if err := a.controllers(srv, authz, tokens); err != nil {
+		return nil, err
+	}
+	if err := a.kubernetesService(srv); err != nil {
 		return nil, err
 	}
 	readyz := func(ctx context.Context) error {

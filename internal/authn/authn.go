@@ -1,6 +1,7 @@
 // Package authn assembles the request authenticators: x509 client certificates (CN is the user,
-// O the groups), service-account tokens, bootstrap tokens, an optional static token file, and
-// anonymous access only when enabled, everywhere or on listed paths.
+// O the groups), service-account tokens, bootstrap tokens, an optional static token file, JWTs
+// of external issuers (AuthenticationConfiguration), and anonymous access only when enabled,
+// everywhere or on listed paths.
 package authn
 
 import (
@@ -23,18 +24,25 @@ import (
 type Config struct {
 	// ClientCA verifies client certificates.
 	ClientCA dynamiccertificates.CAContentProvider
+	// PodCertificates authenticates kube-apiserver-client-pod client certificates, or is nil.
+	PodCertificates authenticator.Request
 	// TokenAuthFile is a static token CSV (token,user,uid,"group1,group2"), or empty.
 	TokenAuthFile string
 	// ServiceAccounts authenticates service-account tokens, or is nil.
 	ServiceAccounts authenticator.Token
 	// BootstrapTokens authenticates bootstrap tokens (<id>.<secret>), or is nil.
 	BootstrapTokens authenticator.Token
+	// JWT authenticates tokens of the external issuers an AuthenticationConfiguration lists, or
+	// is nil.
+	JWT authenticator.Token
 	// APIAudiences are the audiences of tokens that name none (bootstrap and static tokens).
 	APIAudiences authenticator.Audiences
 	// Anonymous lets requests with no credentials through as system:anonymous.
 	Anonymous bool
 	// AnonymousPaths, when Anonymous is set, limits anonymous access to these paths.
 	AnonymousPaths []string
+	// AnonymousGets are paths anonymous requests may GET whatever Anonymous says (cluster-info).
+	AnonymousGets []string
 }
 
 // New returns the request authenticator. Every authenticated user also gets the group
@@ -44,6 +52,10 @@ func New(c Config) (authenticator.Request, error) {
 	if c.ClientCA != nil {
 		certs := x509.NewDynamic(c.ClientCA.VerifyOptions, x509.CommonNameUserConversion)
 		auths = append(auths, newVerifiedCerts(certs, c.ClientCA, clock.RealClock{}))
+	}
+	if c.PodCertificates != nil {
+		// Not behind the verified-chain cache: each request checks the pod again.
+		auths = append(auths, c.PodCertificates)
 	}
 	var tokens []authenticator.Token
 	if c.ServiceAccounts != nil {
@@ -61,6 +73,12 @@ func New(c Config) (authenticator.Request, error) {
 		// Static tokens name no audience: they are good for the API server's own.
 		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(c.APIAudiences, static))
 	}
+	if c.JWT != nil {
+		// After the local kinds, as upstream orders them: a JWT issuer may fetch keys over the
+		// network, and only tokens naming its "iss" reach it. Its audiences are the issuer's
+		// configured ones, which the library checks; the request's are this server's.
+		tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(c.APIAudiences, c.JWT))
+	}
 	if len(tokens) > 0 {
 		// A token one authenticator refuses with a reason stays refused: no other may claim it.
 		auths = append(auths, bearertoken.New(tokenunion.NewFailOnError(tokens...)))
@@ -74,6 +92,10 @@ func New(c Config) (authenticator.Request, error) {
 			conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 		}
 		auth = union.NewFailOnError(auth, anonymous.NewAuthenticator(conditions))
+	}
+	if len(c.AnonymousGets) > 0 {
+		// After every other: credentials, and anonymous access the configuration gives, come first.
+		auth = union.NewFailOnError(auth, newAnonymousGets(c.AnonymousGets))
 	}
 	return auth, nil
 }

@@ -69,7 +69,8 @@ func ensureCredentials(o *Options, files pki.Files, ca *pki.CA, url string, now 
 		return c, err
 	}
 	c.adminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
-	err = kubeconfig.Write(c.adminKubeconfig, "idplane", kubeconfig.Credentials{
+	// Updated, not rewritten: users add their own users and contexts to this file.
+	err = kubeconfig.Update(c.adminKubeconfig, "idplane", kubeconfig.Credentials{
 		Server: url, CAPEM: ca.CertPEM, CertPEM: adminCert, KeyPEM: adminKey,
 	})
 	return c, err

@@ -109,7 +109,7 @@ type ServiceAccountOptions struct {
 	SigningKeyFile string
 	// KeyFiles hold further public keys whose tokens are still accepted, for key rotation.
 	KeyFiles []string
-	// Issuers: the first names new tokens, all are accepted. Empty means the server's own URL.
+	// Issuers: the first names new tokens, all are accepted. Empty means the one recorded in the data directory, else the server's own URL.
 	Issuers []string
 	// APIAudiences are the audiences the server identifies as; empty means the issuers.
 	APIAudiences []string
@@ -209,7 +209,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	sa := &o.ServiceAccounts
 	fs.StringVar(&sa.SigningKeyFile, "service-account-signing-key-file", sa.SigningKeyFile, "PEM private key (ECDSA or RSA) that signs service-account tokens (default <data-dir>/pki/sa.key, created at first start).")
 	fs.StringArrayVar(&sa.KeyFiles, "service-account-key-file", sa.KeyFiles, "PEM file of public keys (or certificates) whose service-account tokens are still accepted, for key rotation. Repeatable.")
-	fs.StringArrayVar(&sa.Issuers, "service-account-issuer", sa.Issuers, "Issuer of service-account tokens; the first names new tokens, every one given is accepted. Repeatable (default https://<bind-address>:<port>).")
+	fs.StringArrayVar(&sa.Issuers, "service-account-issuer", sa.Issuers, "Issuer of service-account tokens; the first names new tokens, every one given is accepted. Repeatable (default: https://<bind-address>:<port> of the first start, recorded in <data-dir>/pki/service-account-issuer so that restarts on another port keep tokens valid).")
 	fs.StringSliceVar(&sa.APIAudiences, "api-audiences", sa.APIAudiences, "Audiences of the API: tokens must name one of them (default: the service-account issuers).")
 	fs.DurationVar(&sa.MaxTokenExpiration, "service-account-max-token-expiration", sa.MaxTokenExpiration, "Longest lifetime of a requested service-account token; longer requests are shortened (0: no limit).")
 	fs.BoolVar(&sa.ExtendTokenExpiration, "service-account-extend-token-expiration", sa.ExtendTokenExpiration, "Issue the tokens the ServiceAccount admission plugin requests for pods (3607 s) for a year, with a warnafter claim at the requested expiry.")

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,13 +54,46 @@ func serviceAccountTokens(o *Options, files pki.Files, serverURL string) (*token
 	}
 	issuers := sa.Issuers
 	if len(issuers) == 0 {
-		issuers = []string{serverURL}
+		issuer, err := recordedIssuer(files, serverURL)
+		if err != nil {
+			return nil, err
+		}
+		issuers = []string{issuer}
 	}
 	audiences := sa.APIAudiences
 	if len(audiences) == 0 {
 		audiences = issuers
 	}
 	return &tokenSettings{keys: keys, issuers: issuers, audiences: audiences, options: sa}, nil
+}
+
+// issuerFile records, beside the signing key, the issuer the server chose on its first start
+// without --service-account-issuer.
+const issuerFile = "service-account-issuer"
+
+// recordedIssuer is the default issuer: the one recorded in the data directory, else serverURL,
+// which it records. Every token names its issuer, so a default that followed the URL would make
+// each restart on another port (--secure-port 0) refuse every token issued before it.
+func recordedIssuer(files pki.Files, serverURL string) (string, error) {
+	path := filepath.Join(files.Dir, issuerFile)
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		issuer := strings.TrimSpace(string(data))
+		if issuer == "" {
+			return "", fmt.Errorf("%s is empty: write the service-account issuer in it, or remove it to have this server's URL recorded", path)
+		}
+		if issuer != serverURL {
+			klog.InfoS("Service-account issuer is the one recorded in the data directory, not this server's URL", "issuer", issuer, "url", serverURL, "file", path)
+		}
+		return issuer, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("reading the service-account issuer: %w", err)
+	}
+	if err := pki.WriteFile(path, []byte(serverURL+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("recording the service-account issuer: %w", err)
+	}
+	return serverURL, nil
 }
 
 // tokenParts are what the server is assembled with: the authenticator and the TokenRequest settings.

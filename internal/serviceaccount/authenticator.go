@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	apiserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -82,6 +83,14 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	// claim is decoded before the length of one of ours is bounded.
 	iss, ok := unverifiedIssuer(raw)
 	if !ok || (iss != LegacyIssuer && !a.issuers.Has(iss)) {
+		// Another authenticator may take the token, so this is not an error; the request's log
+		// line then says only "invalid bearer token", and this says why it was not one of ours
+		// (for example a token from before the issuer changed).
+		if ok {
+			klog.V(2).InfoS("Bearer token is not a service-account token of this server: its issuer is not accepted", "issuer", iss, "acceptedIssuers", sets.List(a.issuers))
+		} else {
+			klog.V(2).InfoS("Bearer token is not a service-account token: it is a JWT without an issuer")
+		}
 		return nil, false, nil
 	}
 	if len(raw) > MaxTokenLength {

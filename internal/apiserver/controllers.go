@@ -60,6 +60,7 @@ type controllerContext struct {
 	approveKubeletServing bool
 	// apiServerNames are the names the serving certificate covers, which no node's may.
 	apiServerNames certificates.ServerNames
+	nodeLifecycle  NodeLifecycleOptions
 	informers      informers.SharedInformerFactory
 }
 
@@ -134,6 +135,7 @@ var leaderControllers = []controller{
 		}
 		return trustbundlepublisher.New(cc.client, cas).Run, nil
 	}},
+	nodeLifecycleController,
 }
 
 // buildControllers builds every leader controller on fresh informers.
@@ -184,6 +186,7 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		caPEM: a.in.caPEM, issuer: tokens.config.Issuer,
 		signers: signers, signingDuration: a.o.ClusterSigningDuration,
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
+		nodeLifecycle: a.o.NodeLifecycle,
 	}
 	var elector *leaderelection.Elector
 	if le := a.o.LeaderElection; le.LeaderElect {

@@ -64,6 +64,8 @@ type Options struct {
 	// ApproveKubeletServing lets the approver approve a node's own kubelet serving CSRs for the
 	// names its Node object shows.
 	ApproveKubeletServing bool
+	// NodeLifecycle times how soon a silent node is marked Unknown and tainted unreachable.
+	NodeLifecycle NodeLifecycleOptions
 
 	// LeaderElection makes the controllers run on one replica at a time; off, they run at once.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -157,8 +159,9 @@ func NewOptions() *Options {
 			ResourceNamespace: metav1.NamespaceSystem,
 			ResourceName:      "idplane-controllers",
 		},
-		Shutdown: ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
-		Audit:    NewAuditOptions(),
+		Shutdown:      ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
+		NodeLifecycle: defaultNodeLifecycleOptions(),
+		Audit:         NewAuditOptions(),
 	}
 }
 
@@ -198,6 +201,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: "+defaultCert+"). Read again when it changes.")
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: "+defaultKey+").")
 	}
+	o.NodeLifecycle.AddFlags(fs)
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
 	fs.DurationVar(&o.Shutdown.WatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.Shutdown.WatchTerminationGracePeriod, "On SIGTERM, open watches are told to end and the stop waits for them up to this long (0: watches are cut when their connections close).")
@@ -268,6 +272,7 @@ func (o *Options) Validate() error {
 	if o.Shutdown.DelayDuration < 0 || o.Shutdown.WatchTerminationGracePeriod < 0 {
 		errs = append(errs, errors.New("--shutdown-delay-duration and --shutdown-watch-termination-grace-period must not be negative"))
 	}
+	errs = append(errs, o.NodeLifecycle.Validate()...)
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
 	return errors.Join(errs...)

@@ -20,8 +20,14 @@ go test -run '^$' -fuzz FuzzPolicies -fuzztime 10s ./internal/certificates/
 go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 15s ./internal/serviceaccount/
 go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 10s ./internal/authn/bootstraptoken/
 go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 10s ./internal/authn/jwt/
+# The cluster-info a joining agent reads from a server it has not verified yet.
+go test -run '^$' -fuzz FuzzVerify -fuzztime 10s ./internal/clusterinfo/
 go test -run '^$' -fuzz FuzzValidateTokenRequest -fuzztime 10s ./internal/validation/
+go test -run '^$' -fuzz FuzzPodCertificateRequest -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzCredSpecEqual -fuzztime 10s ./internal/gmsa/
 go test -run '^$' -fuzz FuzzRunAsUserName -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzValidateGMSACredSpecDocument -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzAdmissionReviewDecode -fuzztime 10s ./internal/gmsa/webhook/
+# The snapshot archives a restore reads (a backup store may have been tampered with). Minimizing
+# their kilobyte-sized inputs would take the whole run, hence -fuzzminimizetime.
+go test -run '^$' -fuzz FuzzReadArchive -fuzztime 10s -fuzzminimizetime 1s ./internal/snapshot/archive/

@@ -10,6 +10,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/idplane/idplane/internal/agent"
+	"github.com/idplane/idplane/internal/agent/discovery"
 )
 
 func agentCommand() *cobra.Command {
@@ -17,6 +18,7 @@ func agentCommand() *cobra.Command {
 	hostname = strings.ToLower(hostname)
 	c := agent.Config{NodeName: hostname, Hostname: hostname, RootDir: "./idplane-agent"}
 	var ips []net.IP
+	var join discovery.Config
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent: node identity, Node heartbeat, pod credentials and runtime specs on disk",
@@ -26,6 +28,10 @@ func agentCommand() *cobra.Command {
 				return fmt.Errorf("--node-name is required: the host name is unknown")
 			}
 			c.Addresses = ips
+			if join.Token != "" || len(join.CACertHashes) > 0 || join.UnsafeSkipCAVerification {
+				join.Server = c.ServerURL
+				c.Discovery = &join
+			}
 			if len(c.Addresses) == 0 {
 				c.Addresses = agent.DefaultAddresses()
 			}
@@ -34,6 +40,13 @@ func agentCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&c.ServerURL, "server", c.ServerURL, "API server URL (default: the kubeconfig's).")
+	fs.StringVar(&join.Token, "token", "", "Bootstrap token <id>.<secret> to join with instead of a bootstrap kubeconfig: the agent reads kube-public/cluster-info from --server, "+
+		"checks it is signed with the token and names the CA pinned by --discovery-token-ca-cert-hash, and asks for its certificate with the token. "+
+		"'idplane token create --print-join-command' prints the whole command.")
+	fs.StringSliceVar(&join.CACertHashes, "discovery-token-ca-cert-hash", nil, "Hash of the cluster CA's public key, sha256:<hex of the SHA-256 of its SubjectPublicKeyInfo> as kubeadm's; the CA cluster-info names must match one. Repeatable.")
+	fs.BoolVar(&join.UnsafeSkipCAVerification, "discovery-token-unsafe-skip-ca-verification", false, "UNSAFE: with --token, trust whatever CA a cluster-info signed with the token names, without --discovery-token-ca-cert-hash. "+
+		"Anyone who knows or guesses the token, or reads it from the node, can then sign a cluster-info naming a CA of their own, pose as the API server "+
+		"and receive the node's requests and credentials.")
 	fs.StringVar(&c.BootstrapKubeconfig, "bootstrap-kubeconfig", c.BootstrapKubeconfig, "Kubeconfig with a bootstrap token (idplane token create), used until <root-dir>/kubeconfig holds a valid certificate.")
 	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "Name of this node.")
 	fs.StringVar(&c.Hostname, "hostname", c.Hostname, "Host name published on the Node and in the serving certificate.")

@@ -2,7 +2,7 @@
 // with its controllers; `idplane agent` runs the node side; `idplane token create` makes a
 // bootstrap token and prints the kubeconfig a node agent joins with; `idplane gmsa credspec`
 // writes a GMSACredentialSpec for a Windows gMSA; `idplane gmsa-webhook` serves the GMSA admission
-// webhooks for another Kubernetes cluster.
+// webhooks for another Kubernetes cluster; `idplane kms-plugin` serves a KMS v2 plugin with local keys.
 package main
 
 import (
@@ -29,7 +29,7 @@ func main() {
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlagSet(klogFlags)
-	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand())
+	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand(), snapshotCommand(), kmsPluginCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "idplane:", err)
 		os.Exit(1)

@@ -28,6 +28,7 @@ func tokenCreateCommand() *cobra.Command {
 			"a kubeconfig with the admin kubeconfig's server and certificate authority and the token as user: " +
 			"what `idplane agent` needs to ask for its node's client certificate.",
 		Example: "  idplane token create --ttl 1h > bootstrap.kubeconfig\n" +
+			"  idplane token create --node-name node-a --print-join-command\n" +
 			"  idplane token create --node-name node-a --single-use > node-a.kubeconfig",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -45,5 +46,7 @@ func tokenCreateCommand() *cobra.Command {
 	fs.StringVar(&r.Binding.NodeName, "node-name", "", "the one node the token may join: its client CSRs are auto-approved only for system:node:<this name>; "+
 		"without it, the token can obtain any node's client certificate")
 	fs.BoolVar(&r.Binding.SingleUse, "single-use", false, "delete the token once a client certificate was issued with it (needs --node-name)")
+	fs.BoolVar(&r.PrintJoinCommand, "print-join-command", false, "print, instead of the bootstrap kubeconfig, the one-line `idplane agent` command that joins a node with the token "+
+		"and the hash of the cluster CA (--discovery-token-ca-cert-hash), with --node-name when the token is bound to one")
 	return cmd
 }

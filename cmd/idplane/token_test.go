@@ -20,6 +20,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/idplane/idplane/internal/jointoken"
+	"github.com/idplane/idplane/internal/pubkeypin"
 )
 
 // secretSink is an API server that accepts secret creations in kube-system and keeps them.
@@ -72,13 +73,16 @@ func TestTokenCreate(t *testing.T) {
 		args []string
 		data map[string]string // idplane keys the secret holds
 		err  string            // "": none
+		join bool              // the output is the join command
 	}{
-		{"unbound, as upstream", nil, map[string]string{}, ""},
-		{"bound to a node", []string{"--node-name", "node-a"}, map[string]string{"idplane.io.node-name": "node-a"}, ""},
+		{"unbound, as upstream", nil, map[string]string{}, "", false},
+		{"bound to a node", []string{"--node-name", "node-a"}, map[string]string{"idplane.io.node-name": "node-a"}, "", false},
 		{"bound, single use", []string{"--node-name", "node-a", "--single-use"},
-			map[string]string{"idplane.io.node-name": "node-a", "idplane.io.single-use": "true"}, ""},
-		{"single use without a node", []string{"--single-use"}, nil, "single-use token must be bound to a node"},
-		{"not a node name", []string{"--node-name", "Node_A"}, nil, `node name "Node_A" is not a valid node name`},
+			map[string]string{"idplane.io.node-name": "node-a", "idplane.io.single-use": "true"}, "", false},
+		{"single use without a node", []string{"--single-use"}, nil, "single-use token must be bound to a node", false},
+		{"not a node name", []string{"--node-name", "Node_A"}, nil, `node name "Node_A" is not a valid node name`, false},
+		{"join command", []string{"--print-join-command"}, map[string]string{}, "", true},
+		{"join command, bound", []string{"--print-join-command", "--node-name", "node-a"}, map[string]string{"idplane.io.node-name": "node-a"}, "", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,6 +129,16 @@ func TestTokenCreate(t *testing.T) {
 				}
 			}
 			tok := jointoken.Token{ID: string(s.Data["token-id"]), Secret: string(s.Data["token-secret"])}
+			if tc.join {
+				want := "idplane agent --server " + sink.URL + " --token " + tok.String() + " --discovery-token-ca-cert-hash " + pubkeypin.Hash(sink.Certificate())
+				if n := tc.data[jointoken.NodeNameKey]; n != "" {
+					want += " --node-name " + n
+				}
+				if stdout.String() != want+"\n" {
+					t.Errorf("stdout %q, want the join command %q", stdout.String(), want)
+				}
+				return
+			}
 			want, err := jointoken.Kubeconfig(jointoken.Cluster{Server: sink.URL, CAPEM: caPEM}, tok)
 			if err != nil {
 				t.Fatal(err)

@@ -18,13 +18,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/agent/credentials"
+	"github.com/idplane/idplane/internal/agent/discovery"
 	"github.com/idplane/idplane/internal/agent/nodestatus"
 	"github.com/idplane/idplane/internal/agent/pods"
+	"github.com/idplane/idplane/internal/agent/runtimespec"
 	"github.com/idplane/idplane/internal/agent/staticpod"
 )
 
@@ -49,15 +52,29 @@ type Config struct {
 	Hostname        string
 	// Addresses are the node's IPs, published on the Node and in the serving certificate.
 	Addresses []net.IP
+	// Discovery, instead of BootstrapKubeconfig, finds the cluster with a bootstrap token and
+	// the CA's hash; also unused once RootDir/kubeconfig is valid.
+	Discovery *discovery.Config
 }
 
 // Run runs the agent until ctx ends or a part of it fails for good.
 func Run(ctx context.Context, c Config) error {
 	logger := klog.FromContext(ctx)
-	id, err := credentials.Start(ctx, credentials.Config{
+	creds := credentials.Config{
 		RootDir: c.RootDir, NodeName: c.NodeName, BootstrapKubeconfig: c.BootstrapKubeconfig,
 		ServerURL: c.ServerURL, Hostname: c.Hostname, Addresses: c.Addresses,
-	})
+	}
+	if c.Discovery != nil {
+		if c.BootstrapKubeconfig != "" {
+			return errors.New("a bootstrap kubeconfig and token discovery exclude each other: give one way to join")
+		}
+		d := *c.Discovery
+		if err := d.Validate(); err != nil {
+			return err
+		}
+		creds.Discover = func(ctx context.Context) (*rest.Config, error) { return discovery.Discover(ctx, d) }
+	}
+	id, err := credentials.Start(ctx, creds)
 	if err != nil {
 		return fmt.Errorf("getting the node's credentials: %w", err)
 	}
@@ -77,6 +94,12 @@ func Run(ctx context.Context, c Config) error {
 		return fmt.Errorf("building the node's heartbeat client: %w", err)
 	}
 	logger.Info("Node credentials ready", "node", c.NodeName)
+	// Containers reach the API server where the agent does: idplane has no service proxy to
+	// route the kubernetes Service's ClusterIP.
+	serviceEnv, err := runtimespec.KubernetesServiceEnv(podsConfig.Host)
+	if err != nil {
+		logger.Error(err, "Containers get no KUBERNETES_SERVICE_HOST: in-cluster clients will not find the API server")
+	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
@@ -93,6 +116,7 @@ func Run(ctx context.Context, c Config) error {
 		},
 		pods.New(pods.Config{
 			NodeName: c.NodeName, RootDir: c.RootDir, Client: client, Recorder: recorder, Clock: clock.RealClock{},
+			ServiceEnv: serviceEnv,
 		}).Run,
 	}
 	if c.PodManifestPath != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/idplane/idplane/internal/authn"
 	"github.com/idplane/idplane/internal/authn/bootstraptoken"
 	"github.com/idplane/idplane/internal/authn/jwt"
+	"github.com/idplane/idplane/internal/clusterinfo"
 )
 
 // authentication puts the request authenticator together: client certificates of the serving
@@ -22,16 +23,28 @@ func (a *assembly) authentication(closers *closerStack) (tokenParts, error) {
 	if err != nil {
 		return tokenParts{}, err
 	}
+	// The cluster CA alone verifies general client certificates; the TLS layer's list of
+	// acceptable CAs gains the client-pod CA below.
+	clusterCA := a.cfg.SecureServing.ClientCA
+	podCerts, err := a.podCertAuthentication()
+	if err != nil {
+		return tokenParts{}, err
+	}
 	secrets := a.loopback.informers.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem)
 	config := authn.Config{
-		ClientCA: a.cfg.SecureServing.ClientCA, TokenAuthFile: a.o.TokenAuthFile, Anonymous: a.o.AnonymousAuth,
+		ClientCA: clusterCA, TokenAuthFile: a.o.TokenAuthFile, Anonymous: a.o.AnonymousAuth,
 		ServiceAccounts: tokens.authenticator, APIAudiences: a.in.tokens.audiences,
 		BootstrapTokens: bootstraptoken.New(secrets, clock.RealClock{}),
+		PodCertificates: podCerts,
 	}
 	if a.o.AuthenticationConfigFile != "" {
 		if err := a.authenticationConfigFile(&config, closers); err != nil {
 			return tokenParts{}, err
 		}
+	}
+	if a.o.ClusterInfo.Anonymous {
+		// Merged with, not replacing, the anonymous access configured above.
+		config.AnonymousGets = []string{clusterinfo.Path}
 	}
 	a.cfg.Authentication.APIAudiences = a.in.tokens.audiences
 	a.cfg.Authentication.Authenticator, err = authn.New(config)

@@ -25,17 +25,21 @@ import (
 	"github.com/idplane/idplane/internal/authz/rbac"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/certificates/podcert"
+	"github.com/idplane/idplane/internal/controller/bootstrapsigner"
 	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
 	"github.com/idplane/idplane/internal/controller/csrapproving"
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
+	"github.com/idplane/idplane/internal/controller/pcrcleaner"
 	"github.com/idplane/idplane/internal/controller/rootcacertpublisher"
 	"github.com/idplane/idplane/internal/controller/serviceaccount"
 	"github.com/idplane/idplane/internal/controller/serviceaccounttokens"
 	"github.com/idplane/idplane/internal/controller/tokencleaner"
 	"github.com/idplane/idplane/internal/controller/trustbundlepublisher"
 	"github.com/idplane/idplane/internal/leaderelection"
+	"github.com/idplane/idplane/internal/snapshot"
 )
 
 // systemNamespaces exist from the first start; NamespaceLifecycle keeps the first three from
@@ -62,6 +66,13 @@ type controllerContext struct {
 	apiServerNames certificates.ServerNames
 	nodeLifecycle  NodeLifecycleOptions
 	informers      informers.SharedInformerFactory
+	// clusterInfo is the kubeconfig the bootstrap signer publishes in kube-public/cluster-info.
+	clusterInfo []byte
+	// podCerts are the built-in pod certificate signers' CAs, podCertOptions their settings.
+	podCerts       podCertCAs
+	podCertOptions PodCertificateOptions
+	// snapshots takes the scheduled snapshots; nil without --snapshot-schedule.
+	snapshots *snapshot.Scheduler
 }
 
 // controller builds one controller and returns how to run it until ctx ends.
@@ -124,16 +135,39 @@ var leaderControllers = []controller{
 		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
+	{"bootstrap-signer", func(cc controllerContext) (func(context.Context), error) {
+		core := cc.informers.Core().V1()
+		c, err := bootstrapsigner.New(cc.client, core.ConfigMaps(), core.Secrets(), bootstrapsigner.Config{Kubeconfig: cc.clusterInfo, Clock: clock.RealClock{}})
+		if err != nil {
+			return nil, err
+		}
+		return c.Run, nil
+	}},
 	{"csr-cleaner", func(cc controllerContext) (func(context.Context), error) {
 		c := csrcleaner.New(cc.client, cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
 		return c.Run, nil
+	}},
+	{"pod-certificate-request-cleaner", func(cc controllerContext) (func(context.Context), error) {
+		return pcrcleaner.New(cc.client, cc.informers.Certificates().V1().PodCertificateRequests(), clock.RealClock{}).Run, nil
 	}},
 	{"trust-bundle-publisher", func(cc controllerContext) (func(context.Context), error) {
 		cas := map[string]trustbundlepublisher.CA{}
 		for name, s := range cc.signers {
 			cas[name] = s.CA
 		}
+		// The SVIDs' trust anchor; the client-pod CA is for the API server alone to trust.
+		if ca, ok := cc.podCerts[podcert.SPIFFESignerName]; ok {
+			cas[podcert.SPIFFESignerName] = ca
+		}
 		return trustbundlepublisher.New(cc.client, cas).Run, nil
+	}},
+	{"podcertificate-signing-controller", podCertificateSigningController},
+	// One replica snapshots the shared store: the others' archives would be the same.
+	{"etcd-snapshotter", func(cc controllerContext) (func(context.Context), error) {
+		if cc.snapshots == nil {
+			return func(context.Context) {}, nil
+		}
+		return cc.snapshots.Run, nil
 	}},
 	nodeLifecycleController,
 }
@@ -187,6 +221,21 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		signers: signers, signingDuration: a.o.ClusterSigningDuration,
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
 		nodeLifecycle: a.o.NodeLifecycle,
+		podCerts:      a.podCerts, podCertOptions: a.o.PodCertificates,
+	}
+	if err := a.podCerts.addReloadHook(srv); err != nil {
+		return err
+	}
+	if cc.clusterInfo, err = clusterInfoKubeconfig(a.o, a.in.url, a.in.caPEM); err != nil {
+		return err
+	}
+	if a.o.ClusterInfo.Anonymous {
+		if err := addClusterInfoViewer(srv, cc.client); err != nil {
+			return err
+		}
+	}
+	if cc.snapshots, err = a.snapshotScheduler(); err != nil {
+		return err
 	}
 	var elector *leaderelection.Elector
 	if le := a.o.LeaderElection; le.LeaderElect {

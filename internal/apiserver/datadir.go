@@ -7,7 +7,6 @@ import (
 	"time"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	storagevalue "k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/idplane/idplane/internal/kubeconfig"
 	"github.com/idplane/idplane/internal/pki"
@@ -28,9 +27,8 @@ func serverURL(o *Options, ln net.Listener) string {
 // start, before it opens anything.
 type credentialFiles struct {
 	servingCert, servingKey []byte
-	// encryptionConfig is the EncryptionConfiguration file; secrets, its transformer of secrets.
+	// encryptionConfig is the EncryptionConfiguration file.
 	encryptionConfig string
-	secrets          storagevalue.Transformer
 	tokens           *tokenSettings
 	adminKubeconfig  string
 }
@@ -47,14 +45,20 @@ func ensureCredentials(o *Options, files pki.Files, ca *pki.CA, url string, now 
 	if !o.BindAddress.IsUnspecified() {
 		names.IPs = append(names.IPs, o.BindAddress)
 	}
+	if err := addKubernetesServiceNames(o, &names); err != nil {
+		return c, err
+	}
 	var err error
 	if c.servingCert, c.servingKey, err = pki.EnsureServingCert(files, ca, names, now); err != nil {
 		return c, err
 	}
-	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
-		return c, err
+	// An external signer holds the keys: no local key is made that nothing would use.
+	if o.ServiceAccounts.SigningEndpoint == "" {
+		if _, err := pki.EnsureServiceAccountKey(files); err != nil {
+			return c, err
+		}
 	}
-	if c.encryptionConfig, c.secrets, err = o.Encryption.configFile(files); err != nil {
+	if c.encryptionConfig, err = o.Encryption.configFile(files); err != nil {
 		return c, err
 	}
 	if c.tokens, err = serviceAccountTokens(o, files, url); err != nil {

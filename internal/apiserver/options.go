@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	clientleaderelection "k8s.io/client-go/tools/leaderelection"
@@ -19,11 +20,13 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
 	componentbasevalidation "k8s.io/component-base/config/validation"
+	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/admission"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
 	"github.com/idplane/idplane/internal/authz"
 	"github.com/idplane/idplane/internal/gmsa"
+	"github.com/idplane/idplane/internal/snapshot"
 )
 
 // Options are the settings of `idplane server`. The zero-flag defaults give a working control
@@ -33,6 +36,11 @@ type Options struct {
 	BindAddress net.IP
 	// SecurePort 0 picks a free port; the admin kubeconfig names the real one.
 	SecurePort int
+	// AdvertiseAddress is the address other members of the cluster reach this replica at: it is
+	// listed in the default/kubernetes Endpoints. Unset means AdvertisedAddress's default.
+	AdvertiseAddress net.IP
+	// ServiceClusterIPRange is the CIDR whose first address is the kubernetes Service's ClusterIP.
+	ServiceClusterIPRange string
 
 	// EtcdServers, when set, replace the embedded etcd.
 	EtcdServers  []string
@@ -66,6 +74,8 @@ type Options struct {
 	ApproveKubeletServing bool
 	// NodeLifecycle times how soon a silent node is marked Unknown and tainted unreachable.
 	NodeLifecycle NodeLifecycleOptions
+	// PodCertificates are the settings of the built-in pod certificate signers.
+	PodCertificates PodCertificateOptions
 
 	// LeaderElection makes the controllers run on one replica at a time; off, they run at once.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -73,6 +83,14 @@ type Options struct {
 
 	Encryption EncryptionOptions
 	Audit      AuditOptions
+	// ClusterInfo shapes kube-public/cluster-info, what token-joining nodes read first.
+	ClusterInfo ClusterInfoOptions
+
+	// kubernetesServiceClock drives the kubernetes Service's Lease renewals; nil is the real
+	// clock, tests set a fake one.
+	kubernetesServiceClock clock.WithTicker
+	// Snapshots are the leader's scheduled snapshots of etcd and the keys.
+	Snapshots snapshot.ScheduleOptions
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
@@ -104,6 +122,9 @@ type ServiceAccountOptions struct {
 	ExtendTokenExpiration bool
 	// JWKSURI overrides where discovery says the key set is.
 	JWKSURI string
+	// SigningEndpoint is the unix socket of an external signer that signs tokens and publishes
+	// their keys instead of the key files.
+	SigningEndpoint string
 }
 
 // maxTokenExpiration is the longest lifetime a token's 32-bit times can express.
@@ -138,11 +159,13 @@ func NewOptions() *Options {
 		DataDir:                "./idplane-data",
 		BindAddress:            net.ParseIP("127.0.0.1"),
 		SecurePort:             6443,
+		ServiceClusterIPRange:  defaultServiceClusterIPRange,
 		RequestTimeout:         time.Minute,
 		AuthorizationModes:     authz.DefaultModes(),
 		Admission:              admission.NewOptions(),
 		ServiceAccounts:        ServiceAccountOptions{ExtendTokenExpiration: true},
 		ClusterSigningDuration: 365 * 24 * time.Hour,
+		PodCertificates:        newPodCertificateOptions(),
 		ClusterSigningFiles: func() map[string]*SigningFiles {
 			m := map[string]*SigningFiles{}
 			for _, s := range clusterSigners {
@@ -159,9 +182,15 @@ func NewOptions() *Options {
 			ResourceNamespace: metav1.NamespaceSystem,
 			ResourceName:      "idplane-controllers",
 		},
-		Shutdown:      ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
+		Shutdown: ShutdownOptions{WatchTerminationGracePeriod: 5 * time.Second},
+		Audit:    NewAuditOptions(),
+
+		// Nodes joining with a token read cluster-info before they hold any credential.
+		ClusterInfo: ClusterInfoOptions{Anonymous: true},
+
+		Snapshots: snapshot.NewScheduleOptions(),
+
 		NodeLifecycle: defaultNodeLifecycleOptions(),
-		Audit:         NewAuditOptions(),
 	}
 }
 
@@ -170,6 +199,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the PKI, the admin kubeconfig and the embedded etcd.")
 	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "Address to serve HTTPS on.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS on; 0 picks a free port.")
+	fs.IPVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "Address the rest of the cluster reaches this replica at: listed in the default/kubernetes Endpoints and covered by the serving certificate. It must be reachable from nodes and pods (default: --bind-address, or the host's primary address (that of the default route) when --bind-address is 0.0.0.0 or ::).")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Service cluster IPs; its first address is the ClusterIP of the default/kubernetes Service. idplane has no service proxy: nothing routes it, and the agent gives containers the server's own address instead.")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "External etcd endpoints (https://host:port,...). Empty runs an embedded etcd in <data-dir>/etcd.")
 	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle verifying the external etcd servers.")
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate for the external etcd.")
@@ -186,6 +217,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&sa.APIAudiences, "api-audiences", sa.APIAudiences, "Audiences of the API: tokens must name one of them (default: the service-account issuers).")
 	fs.DurationVar(&sa.MaxTokenExpiration, "service-account-max-token-expiration", sa.MaxTokenExpiration, "Longest lifetime of a requested service-account token; longer requests are shortened (0: no limit).")
 	fs.BoolVar(&sa.ExtendTokenExpiration, "service-account-extend-token-expiration", sa.ExtendTokenExpiration, "Issue the tokens the ServiceAccount admission plugin requests for pods (3607 s) for a year, with a warnafter claim at the requested expiry.")
+	fs.StringVar(&sa.SigningEndpoint, "service-account-signing-endpoint", sa.SigningEndpoint, signingEndpointHelp)
 	fs.StringVar(&sa.JWKSURI, "service-account-jwks-uri", sa.JWKSURI, "URL of the key set published in OIDC discovery, when relying parties fetch it elsewhere than from this server (https).")
 	fs.BoolVar(&o.GMSA.AuthorizeRequester, "gmsa-authorize-requester", o.GMSA.AuthorizeRequester, "GMSA admission also checks that the user creating a pod may use the GMSACredentialSpecs it names, not only the pod's service account.")
 	fs.BoolVar(&o.GMSA.AlphaAnnotations, "gmsa-alpha-annotations", o.GMSA.AlphaAnnotations, "GMSA admission also expands and checks the alpha annotations (pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name and friends), for clusters migrating from alpha.")
@@ -201,6 +233,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: "+defaultCert+"). Read again when it changes.")
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: "+defaultKey+").")
 	}
+	o.PodCertificates.AddFlags(fs)
 	o.NodeLifecycle.AddFlags(fs)
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
@@ -208,6 +241,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Shutdown.SendRetryAfter, "shutdown-send-retry-after", o.Shutdown.SendRetryAfter, "On SIGTERM, keep listening until in-flight requests drained and answer new requests 429 with Retry-After instead of refusing connections.")
 	o.Encryption.AddFlags(fs)
 	o.Audit.AddFlags(fs)
+	o.ClusterInfo.AddFlags(fs)
+	o.Snapshots.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -243,6 +278,7 @@ func (o *Options) Validate() error {
 	if d := o.ServiceAccounts.MaxTokenExpiration; d != 0 && (d < time.Hour || d > maxTokenExpiration) {
 		errs = append(errs, fmt.Errorf("--service-account-max-token-expiration %v must be between 1h and 2^32 seconds", d))
 	}
+	errs = append(errs, o.ServiceAccounts.validateSigningEndpoint()...)
 	for _, iss := range o.ServiceAccounts.Issuers {
 		if iss == "" || (strings.Contains(iss, ":") && !isURL(iss)) {
 			errs = append(errs, fmt.Errorf("--service-account-issuer %q must be a URL or a string without colons", iss))
@@ -256,6 +292,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--cluster-signing-%s-cert-file and --cluster-signing-%s-key-file go together", s.flag, s.flag))
 		}
 	}
+	errs = append(errs, o.PodCertificates.Validate()...)
 	for _, err := range componentbasevalidation.ValidateLeaderElectionConfiguration(&o.LeaderElection, field.NewPath("leaderElection")) {
 		errs = append(errs, err)
 	}
@@ -272,8 +309,39 @@ func (o *Options) Validate() error {
 	if o.Shutdown.DelayDuration < 0 || o.Shutdown.WatchTerminationGracePeriod < 0 {
 		errs = append(errs, errors.New("--shutdown-delay-duration and --shutdown-watch-termination-grace-period must not be negative"))
 	}
+	if _, err := o.KubernetesServiceIP(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, o.NodeLifecycle.Validate()...)
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
+	errs = append(errs, o.ClusterInfo.Validate()...)
+	errs = append(errs, o.Snapshots.Validate()...)
 	return errors.Join(errs...)
+}
+
+// AdvertisedAddress is the address this replica publishes for the rest of the cluster: in the
+// default/kubernetes Endpoints and the serving certificate. It is --advertise-address, else the
+// bind address, else, for a bind address of 0.0.0.0 or ::, the host's primary address as
+// kube-apiserver picks it (the address of the default route's interface).
+func (o *Options) AdvertisedAddress() (net.IP, error) {
+	if o.AdvertiseAddress != nil && !o.AdvertiseAddress.IsUnspecified() {
+		return o.AdvertiseAddress, nil
+	}
+	// Unlike kube-apiserver, a loopback bind address is advertised as it is: nothing else
+	// listens for this server on the host's other addresses.
+	if o.BindAddress != nil && !o.BindAddress.IsUnspecified() {
+		return o.BindAddress, nil
+	}
+	ip, err := utilnet.ResolveBindAddress(o.BindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("choosing the address to advertise for --bind-address %s (set --advertise-address): %w", o.BindAddress, err)
+	}
+	return ip, nil
+}
+
+// KubernetesServiceIP is the ClusterIP of the default/kubernetes Service: the first address of
+// --service-cluster-ip-range.
+func (o *Options) KubernetesServiceIP() (net.IP, error) {
+	return firstServiceIP(o.ServiceClusterIPRange)
 }

@@ -84,7 +84,10 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 			closers.unwind()
 		}
 	}()
-	etcd, etcdServers, err := openEtcd(ctx, o, creds.secrets, creds.encryptionConfig, &closers)
+	if err := creds.tokens.connectSigner(&closers); err != nil {
+		return nil, err
+	}
+	etcd, etcdServers, err := openEtcd(ctx, o, creds.encryptionConfig, &closers)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +100,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	prepared, err := build(o, buildInput{
 		listener: ln, servingCert: creds.servingCert, servingKey: creds.servingKey, caPEM: ca.CertPEM,
 		etcdServers: etcdServers, tokens: creds.tokens, identity: identity, encryptionConfig: creds.encryptionConfig,
+		url: url,
 	}, &closers)
 	if err != nil {
 		return nil, err
@@ -122,6 +126,8 @@ type buildInput struct {
 	identity string
 	// encryptionConfig is the EncryptionConfiguration file the storage layer encrypts with.
 	encryptionConfig string
+	// url is the address clients reach the server at, as the admin kubeconfig names it.
+	url string
 }
 
 // assembly is what the build steps share: the options and start's input, the server
@@ -131,6 +137,8 @@ type assembly struct {
 	in       buildInput
 	cfg      *genericapiserver.Config
 	loopback loopback
+	// podCerts are the built-in pod certificate signers' CAs (authentication step).
+	podCerts podCertCAs
 }
 
 // build assembles the API server, one step per part, each in its own file. A step that opens
@@ -173,6 +181,9 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 		return nil, err
 	}
 	if err := a.controllers(srv, authz, tokens); err != nil {
+		return nil, err
+	}
+	if err := a.kubernetesService(srv); err != nil {
 		return nil, err
 	}
 	return &preparedServer{run: srv.PrepareRun().RunWithContext}, nil

@@ -24,6 +24,8 @@ import (
 type Config struct {
 	// ClientCA verifies client certificates.
 	ClientCA dynamiccertificates.CAContentProvider
+	// PodCertificates authenticates kube-apiserver-client-pod client certificates, or is nil.
+	PodCertificates authenticator.Request
 	// TokenAuthFile is a static token CSV (token,user,uid,"group1,group2"), or empty.
 	TokenAuthFile string
 	// ServiceAccounts authenticates service-account tokens, or is nil.
@@ -39,6 +41,8 @@ type Config struct {
 	Anonymous bool
 	// AnonymousPaths, when Anonymous is set, limits anonymous access to these paths.
 	AnonymousPaths []string
+	// AnonymousGets are paths anonymous requests may GET whatever Anonymous says (cluster-info).
+	AnonymousGets []string
 }
 
 // New returns the request authenticator. Every authenticated user also gets the group
@@ -48,6 +52,10 @@ func New(c Config) (authenticator.Request, error) {
 	if c.ClientCA != nil {
 		certs := x509.NewDynamic(c.ClientCA.VerifyOptions, x509.CommonNameUserConversion)
 		auths = append(auths, newVerifiedCerts(certs, c.ClientCA, clock.RealClock{}))
+	}
+	if c.PodCertificates != nil {
+		// Not behind the verified-chain cache: each request checks the pod again.
+		auths = append(auths, c.PodCertificates)
 	}
 	var tokens []authenticator.Token
 	if c.ServiceAccounts != nil {
@@ -84,6 +92,10 @@ func New(c Config) (authenticator.Request, error) {
 			conditions = append(conditions, apiserver.AnonymousAuthCondition{Path: p})
 		}
 		auth = union.NewFailOnError(auth, anonymous.NewAuthenticator(conditions))
+	}
+	if len(c.AnonymousGets) > 0 {
+		// After every other: credentials, and anonymous access the configuration gives, come first.
+		auth = union.NewFailOnError(auth, newAnonymousGets(c.AnonymousGets))
 	}
 	return auth, nil
 }

@@ -21,10 +21,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/cluster-bootstrap/util/tokens"
 	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/pubkeypin"
 )
 
 // Description is what the secrets of the tokens this package creates say about themselves.
@@ -183,6 +186,24 @@ func Kubeconfig(c Cluster, t Token) ([]byte, error) {
 	return data, nil
 }
 
+// JoinCommand is the one line that joins a node with the token by discovery: the server, the
+// token, and the hash of every CA certificate the cluster's CA bundle holds, so that the agent
+// trusts no other; and the node's name when the token is bound to one.
+func JoinCommand(c Cluster, t Token, b Binding) (string, error) {
+	cas, err := certutil.ParseCertsPEM(c.CAPEM)
+	if err != nil {
+		return "", fmt.Errorf("the cluster's certificate authority: %w", err)
+	}
+	args := []string{"idplane", "agent", "--server", c.Server, "--token", t.String()}
+	for _, ca := range cas {
+		args = append(args, "--discovery-token-ca-cert-hash", pubkeypin.Hash(ca))
+	}
+	if b.NodeName != "" {
+		args = append(args, "--node-name", b.NodeName)
+	}
+	return strings.Join(args, " ") + "\n", nil
+}
+
 // Request is one `idplane token create`.
 type Request struct {
 	// AdminKubeconfig reaches the server with the right to create secrets in kube-system.
@@ -192,10 +213,13 @@ type Request struct {
 	// Binding restricts the nodes the token may join.
 	Binding Binding
 	Clock   clock.PassiveClock
+	// PrintJoinCommand has Issue return the agent's join command instead of a kubeconfig.
+	PrintJoinCommand bool
 }
 
 // Issue creates a token through the admin kubeconfig and returns the bootstrap kubeconfig for it:
-// the admin's server and CA, the new token as the user.
+// the admin's server and CA, the new token as the user; or, with PrintJoinCommand, the agent
+// command that joins with the token and the CA's hash.
 func Issue(ctx context.Context, r Request) ([]byte, error) {
 	if r.TTL < 0 {
 		return nil, fmt.Errorf("ttl %v is negative", r.TTL)
@@ -211,9 +235,19 @@ func Issue(ctx context.Context, r Request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building a client from %s: %w", r.AdminKubeconfig, err)
 	}
+	if r.PrintJoinCommand {
+		// Checked before the token exists: no token is left behind for a command never printed.
+		if _, err := JoinCommand(cluster, Token{}, r.Binding); err != nil {
+			return nil, err
+		}
+	}
 	t, err := Create(ctx, client, r.Clock, r.TTL, r.Binding)
 	if err != nil {
 		return nil, err
+	}
+	if r.PrintJoinCommand {
+		line, err := JoinCommand(cluster, t, r.Binding)
+		return []byte(line), err
 	}
 	return Kubeconfig(cluster, t)
 }

@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/idplane/idplane/internal/pubkeypin"
 )
 
 var now = time.Date(2026, 11, 24, 12, 0, 0, 500, time.UTC)
@@ -324,5 +326,32 @@ func TestBindingOf(t *testing.T) {
 				t.Fatalf("error %v, want one naming the secret and containing %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// JoinCommand pins every CA of the bundle, so that a bundle in rotation verifies either.
+func TestJoinCommand(t *testing.T) {
+	first, second := realCA(t), realCA(t)
+	tok := Token{ID: "abcdef", Secret: "0123456789abcdef"}
+	pins := make([]string, 0, 2)
+	for _, p := range [][]byte{first, second} {
+		block, _ := pem.Decode(p)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pins = append(pins, pubkeypin.Hash(cert))
+	}
+	got, err := JoinCommand(Cluster{Server: "https://192.0.2.1:6443", CAPEM: append(append([]byte{}, first...), second...)}, tok, Binding{NodeName: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "idplane agent --server https://192.0.2.1:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash " + pins[0] +
+		" --discovery-token-ca-cert-hash " + pins[1] + " --node-name node-a\n"
+	if got != want {
+		t.Errorf("JoinCommand =\n%q\nwant\n%q", got, want)
+	}
+	if _, err := JoinCommand(Cluster{Server: "https://192.0.2.1:6443", CAPEM: []byte("not pem")}, tok, Binding{}); err == nil {
+		t.Error("JoinCommand with a CA that is no certificate: no error")
 	}
 }

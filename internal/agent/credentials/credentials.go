@@ -41,6 +41,9 @@ type Config struct {
 	// BootstrapKubeconfig authenticates the first client CSR, and any later one when the
 	// node's certificate has expired. It may be empty while DIR/kubeconfig is valid.
 	BootstrapKubeconfig string
+	// Discover, when there is no bootstrap kubeconfig, finds the bootstrap client configuration
+	// (token discovery). It is called only when the node has no usable certificate.
+	Discover func(context.Context) (*rest.Config, error)
 	// ServerURL, when set, replaces the server of both kubeconfigs.
 	ServerURL string
 	// Hostname and Addresses are the serving certificate's subject alternative names.
@@ -122,6 +125,24 @@ func Start(ctx context.Context, c Config) (*Identity, error) {
 			bootstrap.Host = c.ServerURL
 		}
 	}
+	// Discovery asks the server, so it happens only when the node needs the bootstrap
+	// credentials: not at a restart with a valid certificate, after the token may have expired.
+	var bootstrapMu sync.Mutex
+	bootstrapConfig := func(ctx context.Context) (*rest.Config, error) {
+		bootstrapMu.Lock()
+		defer bootstrapMu.Unlock()
+		if bootstrap == nil && c.Discover != nil {
+			b, err := c.Discover(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("discovering the cluster with the bootstrap token: %w", err)
+			}
+			if c.ServerURL != "" {
+				b.Host = c.ServerURL
+			}
+			bootstrap = b
+		}
+		return bootstrap, nil
+	}
 	id := &Identity{tracker: connrotation.NewConnectionTracker()}
 	existing, reuseErr := loadNodeKubeconfig(kubeconfigPath(root), clientTemplate, c.ServerURL, clk.Now())
 	switch {
@@ -131,11 +152,15 @@ func Start(ctx context.Context, c Config) (*Identity, error) {
 			return nil, err
 		}
 		logger.Info("Reusing the node's client certificate", "kubeconfig", kubeconfigPath(root), "notAfter", existing.leaf.NotAfter)
-	case bootstrap == nil:
+	case bootstrap == nil && c.Discover == nil:
 		return nil, fmt.Errorf("%s is %w and no bootstrap kubeconfig was given to obtain a certificate for %s",
 			kubeconfigPath(root), reuseErr, clientTemplate.Subject.CommonName)
 	default:
-		if id.cluster, err = clusterOf(bootstrap, c.BootstrapKubeconfig, c.ServerURL); err != nil {
+		b, err := bootstrapConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if id.cluster, err = clusterOf(b, c.BootstrapKubeconfig, c.ServerURL); err != nil {
 			return nil, fmt.Errorf("bootstrap kubeconfig: %w", err)
 		}
 		logger.Info("Bootstrapping the node's client certificate", "reason", reuseErr.Error())
@@ -153,10 +178,14 @@ func Start(ctx context.Context, c Config) (*Identity, error) {
 			if current != nil && satisfies(current.Leaf, clientTemplate) && clk.Now().Before(current.Leaf.NotAfter) {
 				return kubernetes.NewForConfig(id.RESTConfig())
 			}
-			if bootstrap == nil {
+			b, err := bootstrapConfig(context.Background())
+			if err != nil {
+				return nil, err
+			}
+			if b == nil {
 				return nil, fmt.Errorf("the node has no valid client certificate and no bootstrap kubeconfig was given")
 			}
-			return kubernetes.NewForConfig(bootstrap)
+			return kubernetes.NewForConfig(b)
 		},
 	})
 	if err != nil {

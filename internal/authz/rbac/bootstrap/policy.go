@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+
+	"github.com/idplane/idplane/internal/certificates/podcert"
 )
 
 const (
@@ -34,6 +36,7 @@ const (
 	authorizationGroup  = "authorization.k8s.io"
 	certificatesGroup   = "certificates.k8s.io"
 	coordinationGroup   = "coordination.k8s.io"
+	discoveryGroup      = "discovery.k8s.io"
 	nodeGroup           = "node.k8s.io"
 	resourceGroup       = "resource.k8s.io"
 	storageGroup        = "storage.k8s.io"
@@ -87,13 +90,17 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			resourceRule([]string{"impersonate"}, coreGroup, "serviceaccounts"),
 			resourceRule(write, coreGroup, "pods"),
 			resourceRule([]string{"create"}, coreGroup, "pods/eviction"),
-			resourceRule(write, coreGroup, "serviceaccounts", "persistentvolumeclaims", "configmaps", "secrets", "events"),
+			// Endpoints are not here, as upstream since CVE-2021-25740: writing them would point a
+			// Service at addresses its selector never chose.
+			resourceRule(write, coreGroup, "serviceaccounts", "services", "persistentvolumeclaims", "configmaps", "secrets", "events"),
 			resourceRule([]string{"create"}, coreGroup, "serviceaccounts/token"),
 			resourceRule(readWrite, coordinationGroup, "leases"),
 		),
 		labelledClusterRole("system:aggregate-to-view", aggregateToView,
 			resourceRule(read, coreGroup, "pods", "serviceaccounts", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps"),
 			resourceRule(read, coreGroup, "events", "pods/status", "namespaces/status"),
+			resourceRule(read, coreGroup, "services", "endpoints"),
+			resourceRule(read, discoveryGroup, "endpointslices"),
 			// Reading namespaces through a namespaced binding shows the user its own namespace.
 			resourceRule(read, coreGroup, "namespaces"),
 		),
@@ -110,6 +117,8 @@ func ClusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:service-account-issuer-discovery",
 			urlRule([]string{"get"}, "/.well-known/openid-configuration", "/openid/v1/jwks"),
 		),
+		// The SPIFFE bundle of idplane.io/spiffe, which parties federating with the trust domain fetch.
+		clusterRole("idplane:spiffe-bundle-discovery", urlRule([]string{"get"}, podcert.BundlePath)),
 
 		// Holding one of these makes the CSR approving controller approve the requester's
 		// node client CSRs (first certificate, then renewals of its own).
@@ -146,6 +155,8 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		// Service accounts may read where their tokens come from; anything wider is the
 		// administrator's choice.
 		groupBinding("system:service-account-issuer-discovery", serviceaccount.AllServiceAccountsGroup),
+		// Likewise the SPIFFE bundle: workloads verify each other's SVIDs with it.
+		groupBinding("idplane:spiffe-bundle-discovery", serviceaccount.AllServiceAccountsGroup),
 		// Upstream leaves these to kubeadm; a cluster needs them for nodes to join and renew:
 		// new nodes' bootstrap credentials may create and follow CSRs and have kubelet client
 		// certificates approved, and nodes may renew their own. The last two roles grant only a

@@ -71,10 +71,8 @@ func (r *servingRequester) Current() *tls.Certificate {
 	return r.current
 }
 
-// Start does nothing: the agent's rotation schedules the requests.
-func (r *servingRequester) Start()              {}
-func (r *servingRequester) Stop()               { r.cancel() }
-func (r *servingRequester) ServerHealthy() bool { return true }
+// Stop ends a request in flight; RotateCerts returns false then.
+func (r *servingRequester) Stop() { r.cancel() }
 
 // RotateCerts requests a certificate for the pending key (a new one when there is none),
 // reusing the CSR already made for it, and waits until it is issued: true then; false with no

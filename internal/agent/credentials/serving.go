@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/certificate"
@@ -112,6 +113,15 @@ func (r *servingRequester) RotateCerts() (bool, error) {
 		}
 		return false, err
 	}
+	if foreign, err := r.checkRequester(ctx, client, reqName); err != nil {
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		if foreign {
+			return false, r.dropKeyOnRefusal(err)
+		}
+		return false, err
+	}
 	logger.Info("Waiting for the kubelet-serving CSR to be approved", "csr", reqName, "hint", fmt.Sprintf(approvalHint, reqName))
 	crtPEM, err := csr.WaitForCertificate(ctx, client, reqName, reqUID)
 	if err != nil {
@@ -132,6 +142,21 @@ func (r *servingRequester) RotateCerts() (bool, error) {
 		logger.Error(err, "Removing the used kubelet-serving request key", "file", r.keyFile)
 	}
 	return true, nil
+}
+
+// checkRequester makes sure a CSR found under the request's name was filed by this node: one
+// filed by someone else, even for our key (a copy of our request), is never approved as the
+// node's, and the hint must not send an administrator to approve it.
+// foreign is true when it was not; an error alone is a failed read, tried again later.
+func (r *servingRequester) checkRequester(ctx context.Context, client kubernetes.Interface, name string) (foreign bool, err error) {
+	got, err := client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("reading the kubelet-serving CSR %s: %w", name, err)
+	}
+	if got.Spec.Username != r.template.Subject.CommonName {
+		return true, fmt.Errorf("the kubelet-serving CSR %s was filed by %q, not by this node; asking anew with a new key", name, got.Spec.Username)
+	}
+	return false, nil
 }
 
 // requestName names the CSR after everything it asks for, the key included: a restart asks

@@ -64,6 +64,7 @@ type controllerContext struct {
 	approveKubeletServing bool
 	// apiServerNames are the names the serving certificate covers, which no node's may.
 	apiServerNames certificates.ServerNames
+	nodeLifecycle  NodeLifecycleOptions
 	informers      informers.SharedInformerFactory
 	// clusterInfo is the kubeconfig the bootstrap signer publishes in kube-public/cluster-info.
 	clusterInfo []byte
@@ -168,6 +169,7 @@ var leaderControllers = []controller{
 		}
 		return cc.snapshots.Run, nil
 	}},
+	nodeLifecycleController,
 }
 
 // buildControllers builds every leader controller on fresh informers.
@@ -218,7 +220,8 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		caPEM: a.in.caPEM, issuer: tokens.config.Issuer,
 		signers: signers, signingDuration: a.o.ClusterSigningDuration,
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
-		podCerts: a.podCerts, podCertOptions: a.o.PodCertificates,
+		nodeLifecycle: a.o.NodeLifecycle,
+		podCerts:      a.podCerts, podCertOptions: a.o.PodCertificates,
 	}
 	if err := a.podCerts.addReloadHook(srv); err != nil {
 		return err

@@ -72,6 +72,8 @@ type Options struct {
 	// ApproveKubeletServing lets the approver approve a node's own kubelet serving CSRs for the
 	// names its Node object shows.
 	ApproveKubeletServing bool
+	// NodeLifecycle times how soon a silent node is marked Unknown and tainted unreachable.
+	NodeLifecycle NodeLifecycleOptions
 	// PodCertificates are the settings of the built-in pod certificate signers.
 	PodCertificates PodCertificateOptions
 
@@ -187,6 +189,8 @@ func NewOptions() *Options {
 		ClusterInfo: ClusterInfoOptions{Anonymous: true},
 
 		Snapshots: snapshot.NewScheduleOptions(),
+
+		NodeLifecycle: defaultNodeLifecycleOptions(),
 	}
 }
 
@@ -230,6 +234,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: "+defaultKey+").")
 	}
 	o.PodCertificates.AddFlags(fs)
+	o.NodeLifecycle.AddFlags(fs)
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
 	fs.DurationVar(&o.Shutdown.WatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.Shutdown.WatchTerminationGracePeriod, "On SIGTERM, open watches are told to end and the stop waits for them up to this long (0: watches are cut when their connections close).")
@@ -307,6 +312,7 @@ func (o *Options) Validate() error {
 	if _, err := o.KubernetesServiceIP(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, o.NodeLifecycle.Validate()...)
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.ClusterInfo.Validate()...)

@@ -213,10 +213,11 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, scratch s
 	res.StartupSeconds = time.Since(begin).Seconds()
 	res.Ready = tracker.readyNodes()
 	res.Startup.Seconds = res.StartupSeconds
-	res.Startup.All, res.Startup.Kinds = rec.summary(phaseStartup, time.Since(begin))
+	startupEnded := time.Since(begin)
 	res.Watches = int(rec.openWatches.Load())
 	fmt.Fprintf(os.Stderr, "nodesim: %d of %d nodes ready after %.1f s\n", res.Ready, len(sims), res.StartupSeconds)
 	if res.Ready < len(sims) {
+		res.Startup.All, res.Startup.Kinds = rec.summary(phaseStartup, startupEnded)
 		res.Errors = rec.errorsSeen()
 		res.Verdict = fmt.Sprintf("only %d of %d nodes ready within %s", res.Ready, len(sims), cfg.readyTimeout)
 		return res, nil
@@ -226,6 +227,9 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, scratch s
 		return res, ctx.Err()
 	}
 	rec.setPhase(phaseSteady)
+	// Taken after the settle: the admin may see a pod's condition before its node has read the
+	// answer to the patch that wrote it, and the start-up's last requests are counted in it.
+	res.Startup.All, res.Startup.Kinds = rec.summary(phaseStartup, startupEnded)
 	var cpu0 []time.Duration
 	pids := append(append([]int(nil), mem.servers...), mem.etcd...)
 	if cpu0, err = readCPU(pids); err != nil {

@@ -15,7 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -67,10 +67,10 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config) error {
-	// client-go logs the simulated nodes' own rate limiting and every ended watch; the figures
-	// and the error list say what matters.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	// The agents and client-go log every retry, ended watch and, when a level stops its nodes,
+	// every cancelled renewal; the figures and the error list say what matters. A discarding
+	// logger silences errors too, which klog's own output would still copy to stderr.
+	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
 
 	var results []levelResult
 	failed := false

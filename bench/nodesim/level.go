@@ -336,7 +336,13 @@ func cleanUp(admin kubernetes.Interface, p plan) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var failed int
+	// The agents are gone, so nothing would confirm a graceful deletion of their pods and the
+	// namespaces would stay Terminating: the pods go at once.
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
 	for i := range p.namespaces {
+		if err := admin.CoreV1().Pods(p.namespace(i)).DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: podLabel + "=" + podLabelValue}); err != nil && !apierrors.IsNotFound(err) {
+			failed++
+		}
 		if err := admin.CoreV1().Namespaces().Delete(ctx, p.namespace(i), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			failed++
 		}

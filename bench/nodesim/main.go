@@ -75,7 +75,11 @@ func run(ctx context.Context, cfg config) error {
 	var results []levelResult
 	failed := false
 	for _, nodes := range cfg.levels {
-		fmt.Fprintf(os.Stderr, "nodesim: %d replica(s), %d nodes, %d pods\n", cfg.replicas, nodes, nodes*cfg.podsPerNode)
+		target := fmt.Sprintf("%d replica(s)", cfg.replicas)
+		if cfg.kubeconfig != "" {
+			target = "the server of " + cfg.kubeconfig
+		}
+		fmt.Fprintf(os.Stderr, "nodesim: %s, %d nodes, %d pods\n", target, nodes, nodes*cfg.podsPerNode)
 		r, err := runLevel(ctx, cfg, nodes)
 		if err != nil {
 			return fmt.Errorf("level of %d nodes: %w", nodes, err)

@@ -19,26 +19,6 @@ import (
 	"github.com/idplane/idplane/internal/serviceaccount/externalsigner/signertest"
 )
 
-// serveTestSigner serves a test external signer on a short socket path.
-func serveTestSigner(t *testing.T) (*signertest.Signer, string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	signer, err := signertest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(dir, "signer.sock")
-	if err := signer.Serve(socket); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(signer.Stop)
-	return signer, socket
-}
-
 // publishedKeys fetches the server's JWKS.
 func publishedKeys(t *testing.T, ts *testServer) jose.JSONWebKeySet {
 	t.Helper()
@@ -76,7 +56,7 @@ func verifyWithPublished(t *testing.T, set jose.JSONWebKeySet, token string) str
 // lifetimes capped by its maximum, and when it goes away TokenRequest fails with a 500 while
 // the tokens already issued keep authenticating.
 func TestExternalSigner(t *testing.T) {
-	signer, socket := serveTestSigner(t)
+	signer, socket := signertest.Start(t)
 	signer.Lock()
 	signer.MaxTokenExpirationSeconds = 2 * 3600
 	signer.Unlock()
@@ -174,7 +154,7 @@ func TestExternalSigner(t *testing.T) {
 }
 
 func TestExternalSignerRefusedAtStart(t *testing.T) {
-	signer, socket := serveTestSigner(t)
+	signer, socket := signertest.Start(t)
 	signer.Lock()
 	signer.MaxTokenExpirationSeconds = 2 * 3600
 	signer.Unlock()

@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,34 +13,13 @@ import (
 	"github.com/idplane/idplane/internal/serviceaccount/externalsigner/signertest"
 )
 
-// serveExternalSigner serves the Go test signer from the test process, on a short socket path
-// the server process connects to.
-func serveExternalSigner(t *testing.T) (*signertest.Signer, string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	signer, err := signertest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(dir, "signer.sock")
-	if err := signer.Serve(socket); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(signer.Stop)
-	return signer, socket
-}
-
 // TestExternalSignerTokens runs the server with --service-account-signing-endpoint: kubectl's
 // tokens are signed by the external signer, verify with the key set the server publishes and
 // authenticate; with the signer gone, TokenRequest fails with a 500 within the request timeout
 // while the tokens already issued keep authenticating.
 func TestExternalSignerTokens(t *testing.T) {
 	t.Parallel()
-	signer, socket := serveExternalSigner(t)
+	signer, socket := signertest.Start(t)
 	const requestTimeout = 30 * time.Second
 	s := startServer(t, "--service-account-signing-endpoint", socket, "--request-timeout", requestTimeout.String())
 	s.ensureServiceAccount(t, "default", "bot")
@@ -92,7 +69,7 @@ func TestExternalSignerTokens(t *testing.T) {
 // lifetime beyond the signer's, saying so.
 func TestExternalSignerMaximumRefused(t *testing.T) {
 	t.Parallel()
-	_, socket := serveExternalSigner(t) // signs tokens of up to a day
+	_, socket := signertest.Start(t) // signs tokens of up to a day
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, idplaneBin, "server", "--data-dir", t.TempDir(), "--secure-port=0",

@@ -20,26 +20,6 @@ import (
 	"github.com/idplane/idplane/internal/serviceaccount/externalsigner/signertest"
 )
 
-// serveSigner serves a test signer on a fresh short socket path.
-func serveSigner(t *testing.T) (*signertest.Signer, string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sig")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s, err := signertest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(dir, "signer.sock")
-	if err := s.Serve(socket); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s, socket
-}
-
 func startClient(t *testing.T, socket string, clk *clocktesting.FakeClock) *Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -86,7 +66,7 @@ func counter(t *testing.T, vec *metrics.CounterVec, code string) float64 {
 }
 
 func TestSignAndKeys(t *testing.T) {
-	signer, socket := serveSigner(t)
+	signer, socket := signertest.Start(t)
 	signed, fetched := counter(t, signTotal, "OK"), counter(t, fetchKeysTotal, "OK")
 	clk := clocktesting.NewFakeClock(time.Now())
 	c := startClient(t, socket, clk)
@@ -195,7 +175,7 @@ func TestSignAndKeys(t *testing.T) {
 }
 
 func TestDiscoveryExclusion(t *testing.T) {
-	signer, socket := serveSigner(t)
+	signer, socket := signertest.Start(t)
 	legacy := signer.CurrentKeyID()
 	signer.Exclude(legacy)
 	current, err := signer.Rotate()
@@ -214,7 +194,7 @@ func TestDiscoveryExclusion(t *testing.T) {
 
 // TestMisbehavingSigner checks that nothing a signer answers wrongly becomes a token.
 func TestMisbehavingSigner(t *testing.T) {
-	signer, socket := serveSigner(t)
+	signer, socket := signertest.Start(t)
 	other, err := signer.Rotate() // published, never signing
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +257,7 @@ func TestStartRefused(t *testing.T) {
 		{"keys unavailable", func(s *signertest.Signer) { s.FetchError = status.Error(codes.Unavailable, "vault sealed") }, "vault sealed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			signer, socket := serveSigner(t)
+			signer, socket := signertest.Start(t)
 			signer.Lock()
 			tc.mutate(signer)
 			signer.Unlock()
@@ -294,7 +274,7 @@ func TestStartRefused(t *testing.T) {
 		}
 	})
 	t.Run("not a socket", func(t *testing.T) {
-		signer, socket := serveSigner(t)
+		signer, socket := signertest.Start(t)
 		signer.Stop()
 		// A regular file where the socket should be.
 		if err := os.WriteFile(socket, nil, 0o600); err != nil {
@@ -309,7 +289,7 @@ func TestStartRefused(t *testing.T) {
 
 // TestHeaderShape pins the header the test signer produces to the protocol's: alg, kid, typ.
 func TestHeaderShape(t *testing.T) {
-	signer, socket := serveSigner(t)
+	signer, socket := signertest.Start(t)
 	c := startClient(t, socket, clocktesting.NewFakeClock(time.Now()))
 	tok, err := c.Sign(context.Background(), []byte(`{}`))
 	if err != nil {

@@ -13,8 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -211,4 +214,26 @@ func (s *Signer) Metadata(context.Context, *externaljwtv1.MetadataRequest) (*ext
 	s.Lock()
 	defer s.Unlock()
 	return &externaljwtv1.MetadataResponse{MaxTokenExpirationSeconds: s.MaxTokenExpirationSeconds}, nil
+}
+
+// Start serves a new test signer for the test's life on a fresh socket under the system's
+// temporary directory (a short path: unix socket paths are limited to about 100 bytes, which a
+// test's own TempDir can exceed), and returns it with the socket's path.
+func Start(t testing.TB) (*Signer, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "signer.sock")
+	if err := s.Serve(socket); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s, socket
 }

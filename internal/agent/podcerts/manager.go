@@ -72,6 +72,13 @@ type Manager struct {
 
 	mu   sync.Mutex // guards pods
 	pods map[types.UID]map[sourceKey]*entry
+
+	// The watch starts with the first source asked for, so a node with no pod certificates
+	// neither lists requests nor needs the API; running is closed by Run with the context the
+	// watch runs in.
+	running  chan struct{}
+	runCtx   context.Context
+	watching sync.Once
 }
 
 // sourceKey names one podCertificate source of a pod.
@@ -105,7 +112,7 @@ func New(c Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{c: c, store: st, pods: map[types.UID]map[sourceKey]*entry{}}
+	m := &Manager{c: c, store: st, pods: map[types.UID]map[sourceKey]*entry{}, running: make(chan struct{})}
 	// A node may list and watch only the requests naming itself.
 	onNode := fields.OneTermEqualSelector("spec.nodeName", c.NodeName).String()
 	m.informer = cache.NewSharedIndexInformer(
@@ -132,10 +139,21 @@ func New(c Config) (*Manager, error) {
 	return m, nil
 }
 
-// Run watches the node's requests until ctx ends, then closes the state directory.
+// Run lets the manager watch the node's requests (from the first source asked for) until ctx
+// ends. Credentials waits for Run to have started.
 func (m *Manager) Run(ctx context.Context) {
-	defer m.store.close()
-	m.informer.RunWithContext(ctx)
+	m.runCtx = ctx
+	close(m.running)
+	<-ctx.Done()
+}
+
+// Close closes the state directory, once nothing calls the manager any more.
+func (m *Manager) Close() error { return m.store.close() }
+
+// watch starts the watch of the node's requests, once.
+func (m *Manager) watch() {
+	<-m.running
+	m.watching.Do(func() { go m.informer.RunWithContext(m.runCtx) })
 }
 
 // HasSynced reports whether the watch has listed the node's requests.
@@ -183,6 +201,7 @@ func (m *Manager) Credentials(ctx context.Context, pod *corev1.Pod, volume strin
 	if _, ok := keyTypes[src.KeyType]; !ok {
 		return nil, nil, &RefusedError{Reason: "UnsupportedKeyType", Message: fmt.Sprintf("key type %q is not supported; supported types: %s", src.KeyType, supportedKeyTypes())}
 	}
+	m.watch()
 	e := m.entry(pod.UID, sourceKey{volume, index})
 	e.Lock()
 	defer e.Unlock()

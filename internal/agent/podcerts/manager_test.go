@@ -112,10 +112,7 @@ func (h *harness) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
-	h.t.Cleanup(func() { cancel(); <-done })
-	if !cache.WaitForCacheSync(ctx.Done(), m.HasSynced) {
-		h.t.Fatal("the manager's watch did not sync")
-	}
+	h.t.Cleanup(func() { cancel(); <-done; m.Close() })
 	h.m = m
 }
 
@@ -542,5 +539,25 @@ func TestStateIsOwnerOnlyAndStaysInItsDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.dir, "pod-uid")); !os.IsNotExist(err) {
 		t.Fatalf("Forget left the pod's state: %v", err)
+	}
+}
+
+func TestNoWatchUntilASourceIsAskedFor(t *testing.T) {
+	h := newHarness(t)
+	watched := func() bool {
+		for _, a := range h.client.Actions() {
+			if a.GetResource().Resource == "podcertificaterequests" && (a.GetVerb() == "list" || a.GetVerb() == "watch") {
+				return true
+			}
+		}
+		return false
+	}
+	if watched() {
+		t.Fatal("requests listed before any pod asked for a certificate")
+	}
+	_, _, err := h.m.Credentials(context.Background(), testPod(), "v", 0, source("ED25519"))
+	mustPending(t, err)
+	if !cache.WaitForCacheSync(t.Context().Done(), h.m.HasSynced) || !watched() {
+		t.Fatal("the watch did not start with the first source")
 	}
 }

@@ -23,6 +23,7 @@ go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 10s ./internal/authn/jwt
 # The cluster-info a joining agent reads from a server it has not verified yet.
 go test -run '^$' -fuzz FuzzVerify -fuzztime 10s ./internal/clusterinfo/
 go test -run '^$' -fuzz FuzzValidateTokenRequest -fuzztime 10s ./internal/validation/
+go test -run '^$' -fuzz FuzzPodCertificateRequest -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzCredSpecEqual -fuzztime 10s ./internal/gmsa/
 go test -run '^$' -fuzz FuzzRunAsUserName -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzValidateGMSACredSpecDocument -fuzztime 10s ./internal/validation/

@@ -27,6 +27,7 @@ import (
 	"github.com/idplane/idplane/internal/agent/discovery"
 	"github.com/idplane/idplane/internal/agent/nodestatus"
 	"github.com/idplane/idplane/internal/agent/pods"
+	"github.com/idplane/idplane/internal/agent/runtimespec"
 	"github.com/idplane/idplane/internal/agent/staticpod"
 )
 
@@ -93,6 +94,12 @@ func Run(ctx context.Context, c Config) error {
 		return fmt.Errorf("building the node's heartbeat client: %w", err)
 	}
 	logger.Info("Node credentials ready", "node", c.NodeName)
+	// Containers reach the API server where the agent does: idplane has no service proxy to
+	// route the kubernetes Service's ClusterIP.
+	serviceEnv, err := runtimespec.KubernetesServiceEnv(podsConfig.Host)
+	if err != nil {
+		logger.Error(err, "Containers get no KUBERNETES_SERVICE_HOST: in-cluster clients will not find the API server")
+	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
@@ -109,6 +116,7 @@ func Run(ctx context.Context, c Config) error {
 		},
 		pods.New(pods.Config{
 			NodeName: c.NodeName, RootDir: c.RootDir, Client: client, Recorder: recorder, Clock: clock.RealClock{},
+			ServiceEnv: serviceEnv,
 		}).Run,
 	}
 	if c.PodManifestPath != "" {

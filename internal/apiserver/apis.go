@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/utils/clock"
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	"github.com/idplane/idplane/internal/registry/apiextensions/customresourcedefinition"
@@ -25,6 +26,7 @@ import (
 	"github.com/idplane/idplane/internal/registry/authorization/selfsubjectrulesreview"
 	"github.com/idplane/idplane/internal/registry/authorization/subjectaccessreview"
 	"github.com/idplane/idplane/internal/registry/certificates/certificatesigningrequest"
+	"github.com/idplane/idplane/internal/registry/certificates/podcertificaterequest"
 	"github.com/idplane/idplane/internal/registry/core/namespace"
 	"github.com/idplane/idplane/internal/registry/core/pod"
 	"github.com/idplane/idplane/internal/registry/core/serviceaccount"
@@ -96,6 +98,7 @@ var groups = []apiGroup{
 		return map[string]rest.Storage{"serviceaccounts/token": serviceaccount.NewTokenREST(d.tokens, getters)}
 	}},
 	{"coordination.k8s.io", v("v1"), described("coordination.k8s.io"), nil},
+	{"discovery.k8s.io", v("v1"), described("discovery.k8s.io"), nil},
 	{"authentication.k8s.io", v("v1"), []restConstructor{
 		static("selfsubjectreviews", &selfsubjectreview.REST{}),
 		func(d apiDeps) (map[string]rest.Storage, error) {
@@ -113,11 +116,16 @@ var groups = []apiGroup{
 	{"rbac.authorization.k8s.io", v("v1"), []restConstructor{
 		guarded(role.NewREST), guarded(rolebinding.NewREST), guarded(clusterrole.NewREST), guarded(clusterrolebinding.NewREST),
 	}, nil},
-	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests"}}},
-		append(described("certificates.k8s.io"), stored(certificatesigningrequest.NewREST)), nil},
+	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests", "podcertificaterequests"}}},
+		append(described("certificates.k8s.io"), stored(certificatesigningrequest.NewREST), podCertificateRequests), nil},
 	{"storage.k8s.io", v("v1"), described("storage.k8s.io"), nil},
 	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New(gmsacredentialspec.CRD()))}, nil},
 	{"windows.k8s.io", []apiVersion{{name: "v1"}, {name: "v1alpha1"}}, described("windows.k8s.io"), nil},
+}
+
+// podCertificateRequests' /status asks the authorizer who may sign.
+func podCertificateRequests(d apiDeps) (map[string]rest.Storage, error) {
+	return podcertificaterequest.NewREST(scheme, d.optsGetter, d.authorizer, clock.RealClock{})
 }
 
 func stored(newREST func(runtime.ObjectTyper, generic.RESTOptionsGetter) (map[string]rest.Storage, error)) restConstructor {

@@ -45,7 +45,8 @@ func (a *assembly) authorization(closers *closerStack) (authorizers, error) {
 		}
 		factory := a.loopback.informers
 		built.node, built.nodeGraph, err = nodeAuthorizer(etcdprogress.NewReader(etcdClient, prefixes),
-			factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments())
+			factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments(),
+			factory.Certificates().V1().PodCertificateRequests())
 		if err != nil {
 			return authorizers{}, err
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/idplane/idplane/internal/controller/csrcleaner"
 	"github.com/idplane/idplane/internal/controller/csrsigning"
 	namespacecontroller "github.com/idplane/idplane/internal/controller/namespace"
+	"github.com/idplane/idplane/internal/controller/pcrcleaner"
 	"github.com/idplane/idplane/internal/controller/rootcacertpublisher"
 	"github.com/idplane/idplane/internal/controller/serviceaccount"
 	"github.com/idplane/idplane/internal/controller/serviceaccounttokens"
@@ -137,6 +138,9 @@ var leaderControllers = []controller{
 	{"csr-cleaner", func(cc controllerContext) (func(context.Context), error) {
 		c := csrcleaner.New(cc.client, cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
 		return c.Run, nil
+	}},
+	{"pod-certificate-request-cleaner", func(cc controllerContext) (func(context.Context), error) {
+		return pcrcleaner.New(cc.client, cc.informers.Certificates().V1().PodCertificateRequests(), clock.RealClock{}).Run, nil
 	}},
 	{"trust-bundle-publisher", func(cc controllerContext) (func(context.Context), error) {
 		cas := map[string]trustbundlepublisher.CA{}

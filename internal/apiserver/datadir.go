@@ -47,6 +47,9 @@ func ensureCredentials(o *Options, files pki.Files, ca *pki.CA, url string, now 
 	if !o.BindAddress.IsUnspecified() {
 		names.IPs = append(names.IPs, o.BindAddress)
 	}
+	if err := addKubernetesServiceNames(o, &names); err != nil {
+		return c, err
+	}
 	var err error
 	if c.servingCert, c.servingKey, err = pki.EnsureServingCert(files, ca, names, now); err != nil {
 		return c, err

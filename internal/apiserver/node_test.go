@@ -198,7 +198,7 @@ func TestNodeReadAfterBindWaitsForTheGraph(t *testing.T) {
 	}
 	a, populator, err := nodeAuthorizer(etcdprogress.NewReader(store, prefixes),
 		gate.Pods(factory.Core().V1().Pods()), gate.PersistentVolumes(factory.Core().V1().PersistentVolumes()),
-		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()))
+		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()), gate.PodCertificateRequests(factory.Certificates().V1().PodCertificateRequests()))
 	if err != nil {
 		t.Fatal(err)
 	}

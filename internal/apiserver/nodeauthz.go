@@ -10,11 +10,13 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
+	certificatesinformers "k8s.io/client-go/informers/certificates/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 
@@ -29,10 +31,11 @@ const staleGraphWait = 250 * time.Millisecond
 // nodeAuthorizer builds the Node authorizer: the graph, its populator on the given informers,
 // and the freshness wait, which reads the store's progress from store.
 func nodeAuthorizer(store node.RevisionSource, pods coreinformers.PodInformer,
-	pvs coreinformers.PersistentVolumeInformer, attachments storageinformers.VolumeAttachmentInformer) (*node.Authorizer, *node.Populator, error) {
+	pvs coreinformers.PersistentVolumeInformer, attachments storageinformers.VolumeAttachmentInformer,
+	pcrs certificatesinformers.PodCertificateRequestInformer) (*node.Authorizer, *node.Populator, error) {
 	node.RegisterMetrics()
 	graph := node.NewGraph()
-	populator, err := node.NewPopulator(graph, pods, pvs, attachments)
+	populator, err := node.NewPopulator(graph, pods, pvs, attachments, pcrs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the node graph populator: %w", err)
 	}
@@ -52,6 +55,7 @@ func graphKeyPrefixes(storage generic.RESTOptionsGetter) (map[string]string, err
 		{node.ResourcePods, corev1.Resource("pods"), &corev1.Pod{}},
 		{node.ResourcePersistentVolumes, corev1.Resource("persistentvolumes"), &corev1.PersistentVolume{}},
 		{node.ResourceVolumeAttachments, storagev1.Resource("volumeattachments"), &storagev1.VolumeAttachment{}},
+		{node.ResourcePodCertificateRequests, certificatesv1.Resource("podcertificaterequests"), &certificatesv1.PodCertificateRequest{}},
 	}
 	prefixes := make(map[string]string, len(resources))
 	for _, r := range resources {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	clientleaderelection "k8s.io/client-go/tools/leaderelection"
@@ -19,6 +20,7 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
 	componentbasevalidation "k8s.io/component-base/config/validation"
+	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/admission"
 	"github.com/idplane/idplane/internal/admission/noderestriction"
@@ -33,6 +35,11 @@ type Options struct {
 	BindAddress net.IP
 	// SecurePort 0 picks a free port; the admin kubeconfig names the real one.
 	SecurePort int
+	// AdvertiseAddress is the address other members of the cluster reach this replica at: it is
+	// listed in the default/kubernetes Endpoints. Unset means AdvertisedAddress's default.
+	AdvertiseAddress net.IP
+	// ServiceClusterIPRange is the CIDR whose first address is the kubernetes Service's ClusterIP.
+	ServiceClusterIPRange string
 
 	// EtcdServers, when set, replace the embedded etcd.
 	EtcdServers  []string
@@ -73,6 +80,10 @@ type Options struct {
 	Audit      AuditOptions
 	// ClusterInfo shapes kube-public/cluster-info, what token-joining nodes read first.
 	ClusterInfo ClusterInfoOptions
+
+	// kubernetesServiceClock drives the kubernetes Service's Lease renewals; nil is the real
+	// clock, tests set a fake one.
+	kubernetesServiceClock clock.WithTicker
 }
 
 // ShutdownOptions shape the graceful stop on SIGTERM, as kube-apiserver's flags of the same names.
@@ -138,6 +149,7 @@ func NewOptions() *Options {
 		DataDir:                "./idplane-data",
 		BindAddress:            net.ParseIP("127.0.0.1"),
 		SecurePort:             6443,
+		ServiceClusterIPRange:  defaultServiceClusterIPRange,
 		RequestTimeout:         time.Minute,
 		AuthorizationModes:     authz.DefaultModes(),
 		Admission:              admission.NewOptions(),
@@ -172,6 +184,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for the PKI, the admin kubeconfig and the embedded etcd.")
 	fs.IPVar(&o.BindAddress, "bind-address", o.BindAddress, "Address to serve HTTPS on.")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port to serve HTTPS on; 0 picks a free port.")
+	fs.IPVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "Address the rest of the cluster reaches this replica at: listed in the default/kubernetes Endpoints and covered by the serving certificate. It must be reachable from nodes and pods (default: --bind-address, or the host's primary address (that of the default route) when --bind-address is 0.0.0.0 or ::).")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", o.ServiceClusterIPRange, "CIDR of Service cluster IPs; its first address is the ClusterIP of the default/kubernetes Service. idplane has no service proxy: nothing routes it, and the agent gives containers the server's own address instead.")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "External etcd endpoints (https://host:port,...). Empty runs an embedded etcd in <data-dir>/etcd.")
 	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", o.EtcdCAFile, "CA bundle verifying the external etcd servers.")
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", o.EtcdCertFile, "Client certificate for the external etcd.")
@@ -274,8 +288,37 @@ func (o *Options) Validate() error {
 	if o.Shutdown.DelayDuration < 0 || o.Shutdown.WatchTerminationGracePeriod < 0 {
 		errs = append(errs, errors.New("--shutdown-delay-duration and --shutdown-watch-termination-grace-period must not be negative"))
 	}
+	if _, err := o.KubernetesServiceIP(); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.ClusterInfo.Validate()...)
 	return errors.Join(errs...)
+}
+
+// AdvertisedAddress is the address this replica publishes for the rest of the cluster: in the
+// default/kubernetes Endpoints and the serving certificate. It is --advertise-address, else the
+// bind address, else, for a bind address of 0.0.0.0 or ::, the host's primary address as
+// kube-apiserver picks it (the address of the default route's interface).
+func (o *Options) AdvertisedAddress() (net.IP, error) {
+	if o.AdvertiseAddress != nil && !o.AdvertiseAddress.IsUnspecified() {
+		return o.AdvertiseAddress, nil
+	}
+	// Unlike kube-apiserver, a loopback bind address is advertised as it is: nothing else
+	// listens for this server on the host's other addresses.
+	if o.BindAddress != nil && !o.BindAddress.IsUnspecified() {
+		return o.BindAddress, nil
+	}
+	ip, err := utilnet.ResolveBindAddress(o.BindAddress)
+	if err != nil {
+		return nil, fmt.Errorf("choosing the address to advertise for --bind-address %s (set --advertise-address): %w", o.BindAddress, err)
+	}
+	return ip, nil
+}
+
+// KubernetesServiceIP is the ClusterIP of the default/kubernetes Service: the first address of
+// --service-cluster-ip-range.
+func (o *Options) KubernetesServiceIP() (net.IP, error) {
+	return firstServiceIP(o.ServiceClusterIPRange)
 }

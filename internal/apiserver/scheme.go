@@ -7,6 +7,7 @@ import (
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -54,6 +55,12 @@ var served = []struct {
 		&corev1.PersistentVolume{}, &corev1.PersistentVolumeList{},
 		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolumeClaimList{},
 		&corev1.Event{}, &corev1.EventList{},
+		&corev1.Service{}, &corev1.ServiceList{},
+		//lint:ignore SA1019 v1 Endpoints are deprecated, not gone: the kubernetes Service's are served and kept as upstream keeps them.
+		&corev1.Endpoints{}, &corev1.EndpointsList{},
+	}},
+	{discoveryv1.SchemeGroupVersion, discoveryv1.AddToScheme, []runtime.Object{
+		&discoveryv1.EndpointSlice{}, &discoveryv1.EndpointSliceList{},
 	}},
 	{policyv1.SchemeGroupVersion, policyv1.AddToScheme, []runtime.Object{&policyv1.Eviction{}}},
 	{coordinationv1.SchemeGroupVersion, coordinationv1.AddToScheme, []runtime.Object{
@@ -73,6 +80,7 @@ var served = []struct {
 	{certificatesv1.SchemeGroupVersion, certificatesv1.AddToScheme, []runtime.Object{
 		&certificatesv1.CertificateSigningRequest{}, &certificatesv1.CertificateSigningRequestList{},
 		&certificatesv1.ClusterTrustBundle{}, &certificatesv1.ClusterTrustBundleList{},
+		&certificatesv1.PodCertificateRequest{}, &certificatesv1.PodCertificateRequestList{},
 	}},
 	// v1beta1 has no internal form of its own: it converts to and from v1 (see init).
 	{certificatesv1beta1.SchemeGroupVersion, certificatesv1beta1.AddToScheme, nil},

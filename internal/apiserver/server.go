@@ -178,6 +178,9 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 	if err := a.controllers(srv, authz, tokens); err != nil {
 		return nil, err
 	}
+	if err := a.kubernetesService(srv); err != nil {
+		return nil, err
+	}
 	return &preparedServer{run: srv.PrepareRun().RunWithContext}, nil
 }
 

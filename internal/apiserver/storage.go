@@ -60,10 +60,12 @@ func (a *assembly) storage() error {
 		resourceConfig.EnableVersions(g.gv)
 	}
 	encoding := serverstorage.NewDefaultResourceEncodingConfig(scheme)
-	// The library would store ClusterTrustBundles as v1beta1 until v1 is old enough to roll back
+	// The library would store ClusterTrustBundles and PodCertificateRequests as v1beta1 until v1 is old enough to roll back
 	// to; idplane stores what it serves as preferred, and has no older release to roll back to.
-	encoding.SetResourceEncoding(certificatesv1.Resource("clustertrustbundles"), certificatesv1.SchemeGroupVersion,
-		schema.GroupVersion{Group: certificatesv1.GroupName, Version: runtime.APIVersionInternal})
+	for _, resource := range []string{"clustertrustbundles", "podcertificaterequests"} {
+		encoding.SetResourceEncoding(certificatesv1.Resource(resource), certificatesv1.SchemeGroupVersion,
+			schema.GroupVersion{Group: certificatesv1.GroupName, Version: runtime.APIVersionInternal})
+	}
 	storageFactory := serverstorage.NewDefaultStorageFactory(etcdOpts.StorageConfig, etcdOpts.DefaultStorageMediaType,
 		codecs, encoding, resourceConfig, nil)
 	// CRDs are never stored; JSON keeps the storage factory from asking for a protobuf codec.

@@ -46,3 +46,31 @@ func guessSigner(csr *certificatesv1beta1.CertificateSigningRequest) string {
 	}
 	return certificatesv1beta1.LegacyUnknownSignerName
 }
+
+// podCertificateMaxExpirationSeconds is spec.maxExpirationSeconds when the client leaves it out:
+// a day, the longest kubernetes.io signers issue.
+const podCertificateMaxExpirationSeconds int32 = 86400
+
+// PodCertificateRequest sets spec.maxExpirationSeconds when the client left it out.
+func PodCertificateRequest(r *certificatesv1.PodCertificateRequest) {
+	orDefaultPtr(&r.Spec.MaxExpirationSeconds, podCertificateMaxExpirationSeconds)
+}
+
+// PodCertificateRequestList defaults every item.
+func PodCertificateRequestList(l *certificatesv1.PodCertificateRequestList) {
+	for i := range l.Items {
+		PodCertificateRequest(&l.Items[i])
+	}
+}
+
+// PodCertificateRequestV1beta1 defaults as v1 does.
+func PodCertificateRequestV1beta1(r *certificatesv1beta1.PodCertificateRequest) {
+	orDefaultPtr(&r.Spec.MaxExpirationSeconds, podCertificateMaxExpirationSeconds)
+}
+
+// PodCertificateRequestListV1beta1 defaults every item.
+func PodCertificateRequestListV1beta1(l *certificatesv1beta1.PodCertificateRequestList) {
+	for i := range l.Items {
+		PodCertificateRequestV1beta1(&l.Items[i])
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"testing"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -113,5 +114,28 @@ func TestV1beta1SignerFromUsagesPerKeyType(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestPodCertificateRequestMaxExpiration(t *testing.T) {
+	set := int32(3600)
+	cases := []struct {
+		name string
+		in   *int32
+		want int32
+	}{
+		{"unset", nil, 86400},
+		{"set", &set, 3600},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v1 := &certificatesv1.PodCertificateRequest{Spec: certificatesv1.PodCertificateRequestSpec{MaxExpirationSeconds: tc.in}}
+			PodCertificateRequest(v1)
+			beta := &certificatesv1beta1.PodCertificateRequest{Spec: certificatesv1beta1.PodCertificateRequestSpec{MaxExpirationSeconds: tc.in}}
+			PodCertificateRequestV1beta1(beta)
+			if *v1.Spec.MaxExpirationSeconds != tc.want || *beta.Spec.MaxExpirationSeconds != tc.want {
+				t.Errorf("v1 %d, v1beta1 %d, want %d", *v1.Spec.MaxExpirationSeconds, *beta.Spec.MaxExpirationSeconds, tc.want)
+			}
+		})
 	}
 }

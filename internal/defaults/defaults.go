@@ -35,6 +35,16 @@ func RegisterDefaults(s *runtime.Scheme) {
 	register(s, ClusterRoleBindingList)
 	register(s, CertificateSigningRequestV1beta1)
 	register(s, CertificateSigningRequestListV1beta1)
+	register(s, Service)
+	register(s, ServiceList)
+	register(s, Endpoints)
+	register(s, EndpointsList)
+	register(s, EndpointSlice)
+	register(s, EndpointSliceList)
+	register(s, PodCertificateRequest)
+	register(s, PodCertificateRequestList)
+	register(s, PodCertificateRequestV1beta1)
+	register(s, PodCertificateRequestListV1beta1)
 }
 
 func register[T any, PT interface {

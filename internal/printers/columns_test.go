@@ -12,6 +12,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,11 +42,16 @@ func TestColumnDefinitions(t *testing.T) {
 		{"persistentvolumes", persistentVolumes, &corev1.PersistentVolume{}},
 		{"persistentvolumeclaims", persistentVolumeClaims, &corev1.PersistentVolumeClaim{}},
 		{"events", events, &corev1.Event{}},
+		{"services", services, &corev1.Service{}},
+		//lint:ignore SA1019 v1 Endpoints are deprecated, not gone: the kubernetes Service's are served and kept as upstream keeps them.
+		{"endpoints", endpoints, &corev1.Endpoints{}},
+		{"endpointslices", endpointSlices, &discoveryv1.EndpointSlice{}},
 		{"leases", leases, &coordinationv1.Lease{}},
 		{"volumeattachments", volumeAttachments, &storagev1.VolumeAttachment{}},
 		{"csinodes", csiNodes, &storagev1.CSINode{}},
 		{"certificatesigningrequests", certificateSigningRequests, &certificatesv1.CertificateSigningRequest{}},
 		{"clustertrustbundles", clusterTrustBundles, &certificatesv1.ClusterTrustBundle{}},
+		{"podcertificaterequests", podCertificateRequests, &certificatesv1.PodCertificateRequest{}},
 		{"roles", roles, &rbacv1.Role{}},
 		{"clusterroles", clusterRoles, &rbacv1.ClusterRole{}},
 		{"rolebindings", roleBindings, &rbacv1.RoleBinding{}},

@@ -274,6 +274,37 @@ func TestRows(t *testing.T) {
 			want:      []any{"csr-3", "<unknown>", "<none>", "", "<none>", "Pending"},
 		},
 		{
+			name:      "pending pod certificate request",
+			convertor: podCertificateRequests,
+			obj: &certificatesv1.PodCertificateRequest{
+				ObjectMeta: metav1.ObjectMeta{Name: "pcr-1", CreationTimestamp: ago(90 * time.Second)},
+				Spec:       certificatesv1.PodCertificateRequestSpec{SignerName: "idplane.io/spiffe", PodName: "p", ServiceAccountName: "sa", NodeName: "n1"},
+			},
+			want: []any{"pcr-1", "idplane.io/spiffe", "p", "sa", "Pending", "90s", "n1"},
+		},
+		{
+			name:      "denied pod certificate request shows its reason",
+			convertor: podCertificateRequests,
+			obj: &certificatesv1.PodCertificateRequest{
+				ObjectMeta: metav1.ObjectMeta{Name: "pcr-2"},
+				Status: certificatesv1.PodCertificateRequestStatus{Conditions: []metav1.Condition{
+					{Type: certificatesv1.PodCertificateRequestConditionTypeDenied, Status: metav1.ConditionTrue, Reason: "UnsupportedKeyType"},
+				}},
+			},
+			want: []any{"pcr-2", "<none>", "<none>", "<none>", "Denied(UnsupportedKeyType)", "<unknown>", "<none>"},
+		},
+		{
+			name:      "issued pod certificate request",
+			convertor: podCertificateRequests,
+			obj: &certificatesv1.PodCertificateRequest{
+				ObjectMeta: metav1.ObjectMeta{Name: "pcr-3"},
+				Status: certificatesv1.PodCertificateRequestStatus{Conditions: []metav1.Condition{
+					{Type: certificatesv1.PodCertificateRequestConditionTypeIssued, Status: metav1.ConditionTrue, Reason: "Issued"},
+				}},
+			},
+			want: []any{"pcr-3", "<none>", "<none>", "<none>", "Issued", "<unknown>", "<none>"},
+		},
+		{
 			name:      "cluster trust bundle with signer",
 			convertor: clusterTrustBundles,
 			obj:       &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "example.com:ca:1"}, Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.com/ca"}},

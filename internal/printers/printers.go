@@ -15,6 +15,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -207,11 +208,15 @@ var tables = map[schema.GroupResource]rest.TableConvertor{
 	corev1.Resource("persistentvolumes"):                  persistentVolumes,
 	corev1.Resource("persistentvolumeclaims"):             persistentVolumeClaims,
 	corev1.Resource("events"):                             events,
+	corev1.Resource("services"):                           services,
+	corev1.Resource("endpoints"):                          endpoints,
+	discoveryv1.Resource("endpointslices"):                endpointSlices,
 	coordinationv1.Resource("leases"):                     leases,
 	storagev1.Resource("volumeattachments"):               volumeAttachments,
 	storagev1.Resource("csinodes"):                        csiNodes,
 	certificatesv1.Resource("certificatesigningrequests"): certificateSigningRequests,
 	certificatesv1.Resource("clustertrustbundles"):        clusterTrustBundles,
+	certificatesv1.Resource("podcertificaterequests"):     podCertificateRequests,
 	rbacv1.Resource("roles"):                              roles,
 	rbacv1.Resource("clusterroles"):                       clusterRoles,
 	rbacv1.Resource("rolebindings"):                       roleBindings,

@@ -178,6 +178,7 @@ func TestColumns(t *testing.T) {
 		{"csi nodes", csiNodes, &storagev1.CSINode{}, "Name", nil},
 		{"csrs", certificateSigningRequests, &certificatesv1.CertificateSigningRequest{}, "Name", nil},
 		{"cluster trust bundles", clusterTrustBundles, &certificatesv1.ClusterTrustBundle{}, "Name", nil},
+		{"pod certificate requests", podCertificateRequests, &certificatesv1.PodCertificateRequest{}, "Name", []string{"Node"}},
 		{"gmsa credential specs", gmsaCredentialSpecs, &windowsv1.GMSACredentialSpec{}, "Name", nil},
 	}
 	for _, tt := range tests {

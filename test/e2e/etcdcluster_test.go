@@ -145,8 +145,12 @@ func TestReplicasOnEtcdCluster(t *testing.T) {
 		nodes.followPod(t, "uses-secret-again", b, c)
 	})
 
+	var killed *server
 	t.Run("a killed controller leader is replaced and CSRs still get signed", func(t *testing.T) {
-		testKilledLeader(t, replicas)
+		killed = testKilledLeader(t, replicas)
+	})
+	t.Run("a killed replica leaves the kubernetes Service's endpoints", func(t *testing.T) {
+		testKilledReplicaLeavesEndpoints(t, killed, replicas)
 	})
 }
 
@@ -154,8 +158,9 @@ func TestReplicasOnEtcdCluster(t *testing.T) {
 const leaseDuration = 4 * time.Second
 
 // testKilledLeader kills -9 the replica holding the controllers' Lease, so that it cannot release
-// it, and checks that another replica takes the lease and signs a CSR created after the kill.
-func testKilledLeader(t *testing.T, replicas []*server) {
+// it, and checks that another replica takes the lease and signs a CSR created after the kill. It
+// returns the killed replica.
+func testKilledLeader(t *testing.T, replicas []*server) *server {
 	var holder string
 	eventually(t, 30*time.Second, func() error {
 		out, err := replicas[0].kubectlErr("get", "lease", "-n", "kube-system", "idplane-controllers", "-o", "jsonpath={.spec.holderIdentity}")
@@ -179,6 +184,7 @@ func testKilledLeader(t *testing.T, replicas []*server) {
 		t.Fatalf("no replica's log names the lease holder %q", holder)
 	}
 	replicas[leader].kill()
+	killed := replicas[leader]
 	survivor := replicas[(leader+1)%len(replicas)]
 
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -217,6 +223,7 @@ spec:
 		}
 		return nil
 	})
+	return killed
 }
 
 // nodeAccess asks replicas whether node node-n may read the secret node-secret.

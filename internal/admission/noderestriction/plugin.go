@@ -94,6 +94,7 @@ var (
 	leasesResource   = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 	csiNodesResource = schema.GroupResource{Group: "storage.k8s.io", Resource: "csinodes"}
 	csrsResource     = schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}
+	pcrsResource     = schema.GroupResource{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}
 )
 
 // Admit judges a node's request in the mutating phase, before the object is validated: a node's
@@ -141,6 +142,8 @@ func (p *Plugin) admit(ctx context.Context, a admission.Attributes) error {
 		return admitCSINode(nodeName, a)
 	case csrsResource:
 		return admitCSR(nodeName, a)
+	case pcrsResource:
+		return p.admitPodCertificateRequest(ctx, nodeName, a)
 	}
 	return nil
 }

@@ -54,6 +54,9 @@ type Config struct {
 	Clock    clock.WithTicker
 	// Workers is how many pods sync at once.
 	Workers int
+	// ServiceEnv are the variables every container gets for the kubernetes Service
+	// (runtimespec.KubernetesServiceEnv).
+	ServiceEnv []corev1.EnvVar
 }
 
 // Manager syncs the node's pods to disk.
@@ -380,7 +383,7 @@ func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 
 // writeSpec writes one container's config.json, unless it already holds the same spec.
 func (m *Manager) writeSpec(pod *corev1.Pod, c *corev1.Container, podDir string, volumeDirs map[string]string, env runtimespec.EnvSource) error {
-	spec, err := runtimespec.Spec(runtimespec.Params{Pod: pod, Container: c, VolumeDirs: volumeDirs, Env: env})
+	spec, err := runtimespec.Spec(runtimespec.Params{Pod: pod, Container: c, VolumeDirs: volumeDirs, Env: env, ServiceEnv: m.c.ServiceEnv})
 	if err != nil {
 		return err
 	}

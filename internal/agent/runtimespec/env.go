@@ -25,15 +25,22 @@ type EnvSource interface {
 type env struct {
 	names  []string
 	values map[string]string
+	// services are the service variables: the container's own definitions may use and override
+	// them, and those it leaves alone come after its own.
+	services map[string]string
 }
 
 // environment builds the environment as the kubelet does: envFrom sources first, in order, each
-// key under its prefix; then env, whose plain values may refer to variables defined before them.
+// key under its prefix; then env, whose plain values may refer to variables defined before them
+// and to the service variables; then the service variables the container did not define.
 // Values from valueFrom and envFrom are taken as they are, never expanded. Without a source,
 // entries with valueFrom and envFrom are left out (for whoever runs the container to add), and
 // references to them stay unexpanded.
-func environment(c *corev1.Container, src EnvSource) (*env, error) {
-	e := &env{values: map[string]string{}}
+func environment(c *corev1.Container, src EnvSource, services []corev1.EnvVar) (*env, error) {
+	e := &env{values: map[string]string{}, services: map[string]string{}}
+	for _, v := range services {
+		e.services[v.Name] = v.Value
+	}
 	if src != nil {
 		for i := range c.EnvFrom {
 			from := &c.EnvFrom[i]
@@ -72,6 +79,13 @@ func environment(c *corev1.Container, src EnvSource) (*env, error) {
 			}
 		}
 	}
+	for _, v := range services {
+		if _, own := e.values[v.Name]; !own {
+			if err := e.set(v.Name, v.Value); err != nil {
+				return nil, fmt.Errorf("service variables: %w", err)
+			}
+		}
+	}
 	return e, nil
 }
 
@@ -93,7 +107,10 @@ func (e *env) set(name, value string) error {
 }
 
 func (e *env) lookup(name string) (string, bool) {
-	v, ok := e.values[name]
+	if v, ok := e.values[name]; ok {
+		return v, true
+	}
+	v, ok := e.services[name]
 	return v, ok
 }
 

@@ -54,6 +54,9 @@ type Params struct {
 	VolumeDirs map[string]string
 	// Env resolves env entries with valueFrom and envFrom; nil leaves them out.
 	Env EnvSource
+	// ServiceEnv are the service variables every container gets (KubernetesServiceEnv), unless
+	// it defines the same names itself.
+	ServiceEnv []corev1.EnvVar
 }
 
 // Spec returns the OCI runtime spec for one container.
@@ -71,7 +74,7 @@ func Spec(p Params) (*specs.Spec, error) {
 
 func spec(p Params) (*specs.Spec, error) {
 	pod, c := p.Pod, p.Container
-	env, err := environment(c, p.Env)
+	env, err := environment(c, p.Env, p.ServiceEnv)
 	if err != nil {
 		return nil, err
 	}

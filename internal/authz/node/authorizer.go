@@ -34,14 +34,15 @@ const (
 )
 
 var reasonReached = [numKinds]string{
-	kindPod:              "the pod is bound to the requesting node",
-	kindSecret:           "a pod bound to the requesting node uses this secret",
-	kindConfigMap:        "a pod bound to the requesting node uses this configmap",
-	kindPVC:              "a pod bound to the requesting node uses this persistentvolumeclaim",
-	kindPV:               "a pod bound to the requesting node uses this persistentvolume",
-	kindServiceAccount:   "a pod bound to the requesting node runs as this serviceaccount",
-	kindVolumeAttachment: "the volumeattachment is attached to the requesting node",
-	kindResourceClaim:    "a pod bound to the requesting node uses this resourceclaim",
+	kindPod:                   "the pod is bound to the requesting node",
+	kindSecret:                "a pod bound to the requesting node uses this secret",
+	kindConfigMap:             "a pod bound to the requesting node uses this configmap",
+	kindPVC:                   "a pod bound to the requesting node uses this persistentvolumeclaim",
+	kindPV:                    "a pod bound to the requesting node uses this persistentvolume",
+	kindServiceAccount:        "a pod bound to the requesting node runs as this serviceaccount",
+	kindVolumeAttachment:      "the volumeattachment is attached to the requesting node",
+	kindResourceClaim:         "a pod bound to the requesting node uses this resourceclaim",
+	kindPodCertificateRequest: "the podcertificaterequest is for a pod bound to the requesting node",
 }
 
 // Authorizer is the Node authorizer. It has an opinion only on requests from nodes: those
@@ -153,6 +154,10 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 			if req.resource == "leases" {
 				return a.lease(node, &req)
 			}
+		case "certificates.k8s.io":
+			if req.resource == "podcertificaterequests" {
+				return a.podCertificateRequest(ctx, node, &req)
+			}
 		case "resource.k8s.io":
 			switch req.resource {
 			case "resourceclaims":
@@ -245,6 +250,26 @@ func (a *Authorizer) pod(ctx context.Context, node string, req *request) (author
 	case "eviction":
 		if verb == "create" {
 			return a.deferred()
+		}
+	}
+	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(req))
+}
+
+// podCertificateRequest decides certificates.k8s.io podcertificaterequests: a node creates
+// requests (NodeRestriction keeps them to its own pods), gets those for its pods, and lists or
+// watches only with field selector spec.nodeName=<itself>. The signer's /status is never a node's.
+func (a *Authorizer) podCertificateRequest(ctx context.Context, node string, req *request) (authorizer.Decision, string, error) {
+	if req.sub == "" {
+		switch req.verb {
+		case "create":
+			return a.deferred()
+		case "get":
+			return a.getObject(ctx, node, kindPodCertificateRequest, req)
+		case "list", "watch":
+			if v, ok := fieldValue(req, "spec.nodeName"); ok && v == node {
+				return authorizer.DecisionAllow, reasonNodePods, nil
+			}
+			return a.deny(node, "node "+strconv.Quote(node)+" may only list or watch podcertificaterequests with field selector spec.nodeName="+node)
 		}
 	}
 	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(req))
@@ -469,23 +494,24 @@ func (a *Authorizer) RulesFor(_ context.Context, u user.Info, _ string) ([]autho
 // narrowed are the resources whose fixed rights this authorizer replaces, with the verbs it
 // still allows on any object of them; the others depend on the object.
 var narrowed = map[ruleResource][]string{
-	{"", "secrets", ""}:                         nil,
-	{"", "configmaps", ""}:                      nil,
-	{"", "persistentvolumeclaims", ""}:          nil,
-	{"", "persistentvolumeclaims", "status"}:    nil,
-	{"", "persistentvolumes", ""}:               nil,
-	{"", "serviceaccounts", ""}:                 nil,
-	{"", "serviceaccounts", "token"}:            nil,
-	{"", "pods", ""}:                            {"create", "delete"},
-	{"", "pods", "status"}:                      {"patch", "update"},
-	{"", "pods", "eviction"}:                    {"create"},
-	{"", "nodes", ""}:                           {"create", "patch", "update"},
-	{"", "nodes", "status"}:                     {"patch", "update"},
-	{"storage.k8s.io", "volumeattachments", ""}: nil,
-	{"storage.k8s.io", "csinodes", ""}:          nil,
-	{"coordination.k8s.io", "leases", ""}:       nil,
-	{"resource.k8s.io", "resourceclaims", ""}:   nil,
-	{"resource.k8s.io", "resourceslices", ""}:   nil,
+	{"", "secrets", ""}:                                   nil,
+	{"", "configmaps", ""}:                                nil,
+	{"", "persistentvolumeclaims", ""}:                    nil,
+	{"", "persistentvolumeclaims", "status"}:              nil,
+	{"", "persistentvolumes", ""}:                         nil,
+	{"", "serviceaccounts", ""}:                           nil,
+	{"", "serviceaccounts", "token"}:                      nil,
+	{"", "pods", ""}:                                      {"create", "delete"},
+	{"", "pods", "status"}:                                {"patch", "update"},
+	{"", "pods", "eviction"}:                              {"create"},
+	{"", "nodes", ""}:                                     {"create", "patch", "update"},
+	{"", "nodes", "status"}:                               {"patch", "update"},
+	{"storage.k8s.io", "volumeattachments", ""}:           nil,
+	{"storage.k8s.io", "csinodes", ""}:                    nil,
+	{"coordination.k8s.io", "leases", ""}:                 nil,
+	{"resource.k8s.io", "resourceclaims", ""}:             nil,
+	{"resource.k8s.io", "resourceslices", ""}:             nil,
+	{"certificates.k8s.io", "podcertificaterequests", ""}: {"create"},
 }
 
 // listedRules removes from rules what narrowed says depends on the object. A plain rule

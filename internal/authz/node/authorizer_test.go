@@ -57,6 +57,10 @@ func fixtureGraph() *Graph {
 	g.AddPV(newPV("pv2", claimRef("ns", "claim2"), &corev1.SecretReference{Namespace: "storage", Name: "pv-s2"}))
 	g.AddVolumeAttachment("va1", "n1")
 	g.AddVolumeAttachment("va2", "n2")
+	g.AddPodCertificateRequest("ns", "pcr1", "p1", "n1")
+	g.AddPodCertificateRequest("ns", "pcr2", "p2", "n2")
+	// A request naming n1 for a pod bound elsewhere links to no node.
+	g.AddPodCertificateRequest("ns", "pcr-astray", "p2", "n1")
 	return g
 }
 
@@ -135,6 +139,23 @@ func TestAuthorize(t *testing.T) {
 		{"own volume attachment", "n1", call{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va1"}, allow, ""},
 		{"another node's volume attachment", "n1", call{verb: "get", group: "storage.k8s.io", resource: "volumeattachments", name: "va2"}, no, ""},
 		{"volume attachments listed", "n1", call{verb: "list", group: "storage.k8s.io", resource: "volumeattachments"}, no, ""},
+		// pod certificate requests
+		{"pcr created", "n1", call{verb: "create", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns"}, allow, reasonDeferred},
+		{"own pod's pcr", "n1", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr1"}, allow,
+			"the podcertificaterequest is for a pod bound to the requesting node"},
+		{"pcr naming the node for another node's pod", "n1", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr-astray"}, no, ""},
+		{"pcr naming another node for the node's pod", "n2", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr-astray"}, no, ""},
+		{"another node's pcr", "n1", call{verb: "get", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr2"}, no,
+			`no relationship found between node "n1" and podcertificaterequest "ns/pcr2"`},
+		{"own pcrs listed", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests", selector: "spec.nodeName=n1"}, allow, reasonNodePods},
+		{"own pcrs watched in a namespace", "n1", call{verb: "watch", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", selector: "spec.nodeName=n1"}, allow, reasonNodePods},
+		{"pcrs listed", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests"}, no,
+			`node "n1" may only list or watch podcertificaterequests with field selector spec.nodeName=n1`},
+		{"another node's pcrs listed", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests", selector: "spec.nodeName=n2"}, no, ""},
+		{"pcr listed by name", "n1", call{verb: "list", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", selector: "metadata.name=pcr1"}, no, ""},
+		{"own pcr's status written", "n1", call{verb: "update", group: "certificates.k8s.io", resource: "podcertificaterequests", sub: "status", ns: "ns", name: "pcr1"}, no, ""},
+		{"own pcr updated", "n1", call{verb: "update", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr1"}, no, ""},
+		{"own pcr deleted", "n1", call{verb: "delete", group: "certificates.k8s.io", resource: "podcertificaterequests", ns: "ns", name: "pcr1"}, no, ""},
 		{"own CSINode read", "n1", call{verb: "get", group: "storage.k8s.io", resource: "csinodes", name: "n1"}, allow, ""},
 		{"own CSINode created", "n1", call{verb: "create", group: "storage.k8s.io", resource: "csinodes"}, allow, ""},
 		{"own CSINode patched", "n1", call{verb: "patch", group: "storage.k8s.io", resource: "csinodes", name: "n1"}, allow, ""},
@@ -313,12 +334,12 @@ func TestRulesFor(t *testing.T) {
 			return slices.Contains(r.GetVerbs(), verb) && slices.Contains(r.GetAPIGroups(), group) && slices.Contains(r.GetResources(), resource)
 		})
 	}
-	for _, want := range [][3]string{{"list", "", "services"}, {"create", "", "pods"}, {"update", "", "pods/status"}, {"create", "", "nodes"}} {
+	for _, want := range [][3]string{{"list", "", "services"}, {"create", "", "pods"}, {"update", "", "pods/status"}, {"create", "", "nodes"}, {"create", "certificates.k8s.io", "podcertificaterequests"}} {
 		if !has(want[0], want[1], want[2]) {
 			t.Errorf("rules lack %v", want)
 		}
 	}
-	for _, narrowed := range [][3]string{{"get", "", "secrets"}, {"list", "", "pods"}, {"get", "", "nodes"}, {"get", "coordination.k8s.io", "leases"}, {"get", "", "persistentvolumes"}} {
+	for _, narrowed := range [][3]string{{"get", "", "secrets"}, {"list", "", "pods"}, {"get", "", "nodes"}, {"get", "coordination.k8s.io", "leases"}, {"get", "", "persistentvolumes"}, {"list", "certificates.k8s.io", "podcertificaterequests"}, {"get", "certificates.k8s.io", "podcertificaterequests"}} {
 		if has(narrowed[0], narrowed[1], narrowed[2]) {
 			t.Errorf("rules list %v, which depends on the object", narrowed)
 		}

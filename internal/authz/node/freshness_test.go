@@ -85,7 +85,7 @@ func staleGraph(t *testing.T, src RevisionSource, maxWait time.Duration) (*Autho
 	gate := &nodetest.Gate{}
 	g := NewGraph()
 	p, err := NewPopulator(g, gate.Pods(factory.Core().V1().Pods()), gate.PersistentVolumes(factory.Core().V1().PersistentVolumes()),
-		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()))
+		gate.VolumeAttachments(factory.Storage().V1().VolumeAttachments()), gate.PodCertificateRequests(factory.Certificates().V1().PodCertificateRequests()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestWaitFreshResults(t *testing.T) {
 // the objects of small resources only; a resource the graph holds more of is waited for up to
 // the store's current revision.
 func TestLargeResourceWaitsForTheStoreRevision(t *testing.T) {
-	src := newGatedSource(map[string]int64{"persistentvolumes": 0, "volumeattachments": 0}, false)
+	src := newGatedSource(map[string]int64{"persistentvolumes": 0, "volumeattachments": 0, "podcertificaterequests": 0}, false)
 	src.current = 5000
 	_, p, _ := newPopulator(t, fake.NewClientset())
 	for i := range exactObjects + 1 {
@@ -280,7 +280,7 @@ func TestLargeResourceWaitsForTheStoreRevision(t *testing.T) {
 	if NewFreshness(src, p, 50*time.Millisecond).WaitFresh(context.Background()) {
 		t.Error("caught up with pods applied up to revision 1001 of 5000")
 	}
-	if exact := *src.exact.Load(); !slices.Equal(exact, []string{"persistentvolumes", "volumeattachments"}) {
+	if exact := *src.exact.Load(); !slices.Equal(exact, []string{"persistentvolumes", "volumeattachments", "podcertificaterequests"}) {
 		t.Errorf("the store was asked about %v; want the volumes only, not %d pods", exact, exactObjects+1)
 	}
 	p.updatePod(nil, newPod("ns", "p0", "n1", withRV("5000")))

@@ -2,12 +2,14 @@
 // service account only when one of the pods bound to it uses that object, and may otherwise
 // do what the fixed system:node policy allows.
 //
-// The relationships come from watches of pods, PersistentVolumes and VolumeAttachments and
+// The relationships come from watches of pods, PersistentVolumes, VolumeAttachments and
+// PodCertificateRequests and
 // point toward nodes:
 //
 //	node <- pod <- secret, configmap, serviceaccount, persistentvolumeclaim, resourceclaim
 //	                                  persistentvolumeclaim <- persistentvolume <- secret
 //	node <- volumeattachment
+//	node <- pod <- podcertificaterequest (while the pod is bound to the node the request names)
 //
 // Rather than walking these edges for every request, the graph keeps the set of (node,
 // object) pairs joined by a path, each with the number of paths. Writers update that set
@@ -67,6 +69,10 @@ type Graph struct {
 	// to the claim reaches every such node without looking at pods.
 	claimNodes  map[nsName][]nodeCount
 	attachments map[string]string
+	// pcrs holds each PodCertificateRequest's pod and node; pcrsByPod lists, per pod, the
+	// requests that name it, so that the pod's arrival or departure links or unlinks them.
+	pcrs      map[nsName]pcrRecord
+	pcrsByPod map[nsName][]string
 	// scratch collects the keys of one update; reused under mu to save allocations.
 	scratch []objKey
 
@@ -77,6 +83,8 @@ type Graph struct {
 func NewGraph() *Graph {
 	return &Graph{
 		pods:        map[nsName]podRecord{},
+		pcrs:        map[nsName]pcrRecord{},
+		pcrsByPod:   map[nsName][]string{},
 		pvs:         map[string]pvRecord{},
 		pvsByClaim:  map[nsName][]string{},
 		claimNodes:  map[nsName][]nodeCount{},
@@ -145,6 +153,11 @@ func (g *Graph) applyPodLocked(pod nsName, rec podRecord, delta int32) {
 		g.countClaimUserLocked(claim, node, delta)
 		for _, pv := range g.pvsByClaim[claim] {
 			keys = g.appendPVKeysLocked(keys, pv)
+		}
+	}
+	for _, name := range g.pcrsByPod[pod] {
+		if g.pcrs[nsName{pod.namespace, name}].node == node {
+			keys = append(keys, objKey{kindPodCertificateRequest, pod.namespace, name})
 		}
 	}
 	g.scratch = keys
@@ -269,6 +282,58 @@ func (g *Graph) DeleteVolumeAttachment(name string) {
 	g.setAttachment(name, "")
 }
 
+// pcrRecord is a PodCertificateRequest's pod (in its namespace) and node.
+type pcrRecord struct {
+	pod, node string
+}
+
+// AddPodCertificateRequest records the pod and node a PodCertificateRequest names. The node
+// reaches the request while that pod is bound to it.
+func (g *Graph) AddPodCertificateRequest(namespace, name, podName, nodeName string) {
+	defer observeAction(opAddPodCertificateRequest, time.Now())
+	g.setPodCertificateRequest(nsName{namespace, name}, pcrRecord{podName, nodeName})
+}
+
+// DeletePodCertificateRequest withdraws the request's node's access to it.
+func (g *Graph) DeletePodCertificateRequest(namespace, name string) {
+	defer observeAction(opDeletePodCertificateRequest, time.Now())
+	g.setPodCertificateRequest(nsName{namespace, name}, pcrRecord{})
+}
+
+func (g *Graph) setPodCertificateRequest(key nsName, rec pcrRecord) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	defer g.recordSizesLocked()
+	old, had := g.pcrs[key]
+	if old == rec {
+		return
+	}
+	if had {
+		g.linkPCRLocked(key, old, -1)
+		pod := nsName{key.namespace, old.pod}
+		if names := slices.DeleteFunc(g.pcrsByPod[pod], func(n string) bool { return n == key.name }); len(names) == 0 {
+			delete(g.pcrsByPod, pod)
+		} else {
+			g.pcrsByPod[pod] = names
+		}
+		delete(g.pcrs, key)
+	}
+	if rec == (pcrRecord{}) {
+		return
+	}
+	g.pcrs[key] = rec
+	pod := nsName{key.namespace, rec.pod}
+	g.pcrsByPod[pod] = append(g.pcrsByPod[pod], key.name)
+	g.linkPCRLocked(key, rec, 1)
+}
+
+// linkPCRLocked adds or withdraws the request's path to its node when its pod is bound there.
+func (g *Graph) linkPCRLocked(key nsName, rec pcrRecord, delta int32) {
+	if pod, ok := g.pods[nsName{key.namespace, rec.pod}]; ok && pod.node() == rec.node {
+		g.applyLocked(rec.node, []objKey{{kindPodCertificateRequest, key.namespace, key.name}}, delta)
+	}
+}
+
 // applyLocked changes by delta the path counts from node to each of keys. A key listed
 // twice (a secret a pod names that its volume also needs) counts twice, and is withdrawn
 // twice.
@@ -291,6 +356,12 @@ func (g *Graph) path(node string, k kind, namespace, name string) ([]string, boo
 	case kindVolumeAttachment:
 		if g.attachments[name] == node {
 			return []string{target, nodeStep}, true
+		}
+		return nil, false
+	case kindPodCertificateRequest:
+		rec, ok := g.pcrs[nsName{namespace, name}]
+		if pod, bound := g.pods[nsName{namespace, rec.pod}]; ok && bound && rec.node == node && pod.node() == node {
+			return []string{target, step("pod", namespace, rec.pod), nodeStep}, true
 		}
 		return nil, false
 	case kindPod:

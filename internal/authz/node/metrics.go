@@ -19,16 +19,20 @@ const (
 	opDeletePV
 	opAddVolumeAttachment
 	opDeleteVolumeAttachment
+	opAddPodCertificateRequest
+	opDeletePodCertificateRequest
 	numGraphOps
 )
 
 var graphOpNames = [numGraphOps]string{
-	opAddPod:                 "AddPod",
-	opDeletePod:              "DeletePod",
-	opAddPV:                  "AddPV",
-	opDeletePV:               "DeletePV",
-	opAddVolumeAttachment:    "AddVolumeAttachment",
-	opDeleteVolumeAttachment: "DeleteVolumeAttachment",
+	opAddPod:                      "AddPod",
+	opDeletePod:                   "DeletePod",
+	opAddPV:                       "AddPV",
+	opDeletePV:                    "DeletePV",
+	opAddVolumeAttachment:         "AddVolumeAttachment",
+	opDeleteVolumeAttachment:      "DeleteVolumeAttachment",
+	opAddPodCertificateRequest:    "AddPodCertificateRequest",
+	opDeletePodCertificateRequest: "DeletePodCertificateRequest",
 }
 
 var (
@@ -44,7 +48,7 @@ var (
 		Namespace:      "apiserver",
 		Subsystem:      "node_authorizer",
 		Name:           "graph_objects",
-		Help:           "Objects the Node authorizer's graph holds, by kind: bound pods, bound persistent volumes, attached volume attachments.",
+		Help:           "Objects the Node authorizer's graph holds, by kind: bound pods, bound persistent volumes, attached volume attachments, pod certificate requests.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 	freshnessWaits = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -75,10 +79,10 @@ var (
 // change costs no label lookup. Nil until RegisterMetrics: a graph used as a library without
 // the registry records nothing.
 type graphMetrics struct {
-	actions                           [numGraphOps]metrics.ObserverMetric
-	pods, pvs, attachments, reachable metrics.GaugeMetric
-	waits                             [numWaitResults]metrics.CounterMetric
-	waitDuration                      metrics.ObserverMetric
+	actions                                 [numGraphOps]metrics.ObserverMetric
+	pods, pvs, attachments, pcrs, reachable metrics.GaugeMetric
+	waits                                   [numWaitResults]metrics.CounterMetric
+	waitDuration                            metrics.ObserverMetric
 }
 
 // waitResult is how a freshness wait ended.
@@ -113,6 +117,7 @@ func RegisterMetrics() {
 			pods:         graphObjects.WithLabelValues("pods"),
 			pvs:          graphObjects.WithLabelValues("persistentvolumes"),
 			attachments:  graphObjects.WithLabelValues("volumeattachments"),
+			pcrs:         graphObjects.WithLabelValues("podcertificaterequests"),
 			reachable:    graphPairs,
 			waitDuration: freshnessWaitDuration,
 		}
@@ -143,6 +148,7 @@ func (g *Graph) recordSizesLocked() {
 	m.pods.Set(float64(len(g.pods)))
 	m.pvs.Set(float64(len(g.pvs)))
 	m.attachments.Set(float64(len(g.attachments)))
+	m.pcrs.Set(float64(len(g.pcrs)))
 	m.reachable.Set(float64(g.reach.live))
 }
 

@@ -7,10 +7,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	certificatesinformers "k8s.io/client-go/informers/certificates/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/tools/cache"
@@ -22,15 +24,18 @@ const (
 	ResourcePods              = "pods"
 	ResourcePersistentVolumes = "persistentvolumes"
 	ResourceVolumeAttachments = "volumeattachments"
+	// ResourcePodCertificateRequests is watched so that a node gets the requests for its pods.
+	ResourcePodCertificateRequests = "podcertificaterequests"
 )
 
 // watched indexes Populator.revisions.
-var watched = [...]string{ResourcePods, ResourcePersistentVolumes, ResourceVolumeAttachments}
+var watched = [...]string{ResourcePods, ResourcePersistentVolumes, ResourceVolumeAttachments, ResourcePodCertificateRequests}
 
 const (
 	podsIndex = iota
 	pvsIndex
 	attachmentsIndex
+	pcrsIndex
 )
 
 // Populator keeps a Graph current from informer events, applying each as it arrives, and
@@ -57,7 +62,7 @@ type Populator struct {
 // NewPopulator registers on the informers the handlers that keep g current. The caller
 // starts the informers.
 func NewPopulator(g *Graph, pods coreinformers.PodInformer, pvs coreinformers.PersistentVolumeInformer,
-	attachments storageinformers.VolumeAttachmentInformer) (*Populator, error) {
+	attachments storageinformers.VolumeAttachmentInformer, pcrs certificatesinformers.PodCertificateRequestInformer) (*Populator, error) {
 	p := &Populator{graph: g}
 	sources := []struct {
 		resource string
@@ -67,6 +72,7 @@ func NewPopulator(g *Graph, pods coreinformers.PodInformer, pvs coreinformers.Pe
 		{ResourcePods, pods.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: p.addPod, UpdateFunc: p.updatePod, DeleteFunc: p.deletePod}},
 		{ResourcePersistentVolumes, pvs.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: p.addPV, UpdateFunc: p.updatePV, DeleteFunc: p.deletePV}},
 		{ResourceVolumeAttachments, attachments.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: p.addAttachment, UpdateFunc: p.updateAttachment, DeleteFunc: p.deleteAttachment}},
+		{ResourcePodCertificateRequests, pcrs.Informer(), cache.ResourceEventHandlerFuncs{AddFunc: p.addPCR, UpdateFunc: p.updatePCR, DeleteFunc: p.deletePCR}},
 	}
 	for _, s := range sources {
 		reg, err := s.informer.AddEventHandler(s.handler)
@@ -185,6 +191,33 @@ func (p *Populator) deleteAttachment(obj any) {
 	p.graph.DeleteVolumeAttachment(va.Name)
 	p.objects[attachmentsIndex].Add(-1)
 	p.applied(attachmentsIndex, va)
+}
+
+func (p *Populator) addPCR(obj any)       { p.applyPCR(obj, 1) }
+func (p *Populator) updatePCR(_, obj any) { p.applyPCR(obj, 0) }
+
+// applyPCR puts obj in the graph; added counts it as a new object. Its spec is immutable, so an
+// update changes nothing but the revision applied.
+func (p *Populator) applyPCR(obj any, added int64) {
+	r, ok := obj.(*certificatesv1.PodCertificateRequest)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.graph.AddPodCertificateRequest(r.Namespace, r.Name, r.Spec.PodName, string(r.Spec.NodeName))
+	p.objects[pcrsIndex].Add(added)
+	p.applied(pcrsIndex, r)
+}
+
+func (p *Populator) deletePCR(obj any) {
+	r, ok := tombstoned(obj).(*certificatesv1.PodCertificateRequest)
+	if !ok {
+		unexpected(obj)
+		return
+	}
+	p.graph.DeletePodCertificateRequest(r.Namespace, r.Name)
+	p.objects[pcrsIndex].Add(-1)
+	p.applied(pcrsIndex, r)
 }
 
 func tombstoned(obj any) any {

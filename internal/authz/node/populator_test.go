@@ -21,7 +21,7 @@ func newPopulator(t testing.TB, client *fake.Clientset) (*Graph, *Populator, inf
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	g := NewGraph()
-	p, err := NewPopulator(g, factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments())
+	p, err := NewPopulator(g, factory.Core().V1().Pods(), factory.Core().V1().PersistentVolumes(), factory.Storage().V1().VolumeAttachments(), factory.Certificates().V1().PodCertificateRequests())
 	if err != nil {
 		t.Fatalf("NewPopulator: %v", err)
 	}
@@ -134,8 +134,8 @@ func TestPopulatorRevisions(t *testing.T) {
 		{"every resource reached", 0, map[string]int64{"pods": 7, "persistentvolumes": 0, "volumeattachments": 0}, true},
 		{"volumes behind", 0, map[string]int64{"pods": 7, "persistentvolumes": 1}, false},
 		{"other resources do not count", 0, map[string]int64{"secrets": 100}, true},
-		{"current revision for a resource not listed", 7, map[string]int64{"persistentvolumes": 0, "volumeattachments": 0}, true},
-		{"current revision not reached", 8, map[string]int64{"persistentvolumes": 0, "volumeattachments": 0}, false},
+		{"current revision for a resource not listed", 7, map[string]int64{"persistentvolumes": 0, "volumeattachments": 0, "podcertificaterequests": 0}, true},
+		{"current revision not reached", 8, map[string]int64{"persistentvolumes": 0, "volumeattachments": 0, "podcertificaterequests": 0}, false},
 		{"current revision for every resource not listed", 7, map[string]int64{"pods": 7}, false},
 	}
 	for _, tc := range cases {
@@ -149,7 +149,7 @@ func TestPopulatorRevisions(t *testing.T) {
 // deletes, so that the freshness wait asks the store only about small resources.
 func TestPopulatorSmallResources(t *testing.T) {
 	_, p, _ := newPopulator(t, fake.NewClientset())
-	all := []string{ResourcePods, ResourcePersistentVolumes, ResourceVolumeAttachments}
+	all := []string{ResourcePods, ResourcePersistentVolumes, ResourceVolumeAttachments, ResourcePodCertificateRequests}
 	if got := p.smallResources(); !slices.Equal(got, all) {
 		t.Errorf("empty graph: small resources %v, want %v", got, all)
 	}
@@ -161,7 +161,7 @@ func TestPopulatorSmallResources(t *testing.T) {
 		t.Errorf("%d volumes, one updated: small resources %v, want %v", exactObjects, got, all)
 	}
 	p.addPV(newPV("one-more", nil, nil))
-	if got, want := p.smallResources(), []string{ResourcePods, ResourceVolumeAttachments}; !slices.Equal(got, want) {
+	if got, want := p.smallResources(), []string{ResourcePods, ResourceVolumeAttachments, ResourcePodCertificateRequests}; !slices.Equal(got, want) {
 		t.Errorf("%d volumes: small resources %v, want %v", exactObjects+1, got, want)
 	}
 	p.deletePV(cache.DeletedFinalStateUnknown{Key: "one-more", Obj: newPV("one-more", nil, nil)})

@@ -24,19 +24,21 @@ const (
 	kindServiceAccount
 	kindVolumeAttachment
 	kindResourceClaim
+	kindPodCertificateRequest
 	numKinds
 )
 
 // kindNames are the singular resource names used in reasons, logs and Explain paths.
 var kindNames = [numKinds]string{
-	kindPod:              "pod",
-	kindSecret:           "secret",
-	kindConfigMap:        "configmap",
-	kindPVC:              "persistentvolumeclaim",
-	kindPV:               "persistentvolume",
-	kindServiceAccount:   "serviceaccount",
-	kindVolumeAttachment: "volumeattachment",
-	kindResourceClaim:    "resourceclaim",
+	kindPod:                   "pod",
+	kindSecret:                "secret",
+	kindConfigMap:             "configmap",
+	kindPVC:                   "persistentvolumeclaim",
+	kindPV:                    "persistentvolume",
+	kindServiceAccount:        "serviceaccount",
+	kindVolumeAttachment:      "volumeattachment",
+	kindResourceClaim:         "resourceclaim",
+	kindPodCertificateRequest: "podcertificaterequest",
 }
 
 func (k kind) String() string { return kindNames[k] }

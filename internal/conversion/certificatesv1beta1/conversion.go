@@ -1,4 +1,4 @@
-// Package certificatesv1beta1 converts CertificateSigningRequests between certificates.k8s.io
+// Package certificatesv1beta1 converts CertificateSigningRequests and PodCertificateRequests between certificates.k8s.io
 // v1beta1, which idplane serves for older clients, and v1, which it stores and validates.
 package certificatesv1beta1
 
@@ -13,6 +13,9 @@ import (
 
 // AddToScheme registers the conversions in both directions, for objects and lists.
 func AddToScheme(s *runtime.Scheme) error {
+	if err := addPodCertificateRequests(s); err != nil {
+		return err
+	}
 	return conversion.Pair[certificatesv1beta1.CertificateSigningRequest, certificatesv1.CertificateSigningRequest, certificatesv1beta1.CertificateSigningRequestList, certificatesv1.CertificateSigningRequestList]{
 		ToNew: ToV1, FromNew: FromV1,
 		OldItems: func(l *certificatesv1beta1.CertificateSigningRequestList) (*metav1.ListMeta, *[]certificatesv1beta1.CertificateSigningRequest) {

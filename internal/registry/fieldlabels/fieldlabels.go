@@ -11,6 +11,7 @@ import (
 	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -80,7 +81,12 @@ func init() {
 			"type":                           e.Type,
 		}
 	}})
-	for _, name := range []string{"ConfigMap", "ServiceAccount", "PersistentVolumeClaim"} {
+	add(kind{core.WithKind("Service"), true, &corev1.Service{}, func(o runtime.Object) fields.Set {
+		svc := o.(*corev1.Service)
+		return fields.Set{"spec.clusterIP": svc.Spec.ClusterIP, "spec.type": string(svc.Spec.Type)}
+	}})
+	add(kind{discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"), true, nil, nil})
+	for _, name := range []string{"ConfigMap", "ServiceAccount", "PersistentVolumeClaim", "Endpoints"} {
 		add(kind{core.WithKind(name), true, nil, nil})
 	}
 	add(kind{core.WithKind("PersistentVolume"), false, nil, nil})
@@ -102,6 +108,14 @@ func init() {
 	}})
 	for _, gv := range []schema.GroupVersion{windowsv1.SchemeGroupVersion, windowsv1alpha1.SchemeGroupVersion} {
 		add(kind{gv.WithKind("GMSACredentialSpec"), false, nil, nil})
+	}
+	// A node lists and watches only its pods' requests, by spec.nodeName; signers by spec.signerName.
+	// v1beta1 lists select the stored v1 objects by the same names.
+	for _, gv := range []schema.GroupVersion{certificatesv1.SchemeGroupVersion, certificatesv1beta1.SchemeGroupVersion} {
+		add(kind{gv.WithKind("PodCertificateRequest"), true, &certificatesv1.PodCertificateRequest{}, func(o runtime.Object) fields.Set {
+			r := o.(*certificatesv1.PodCertificateRequest)
+			return fields.Set{"spec.signerName": r.Spec.SignerName, "spec.podName": r.Spec.PodName, "spec.nodeName": string(r.Spec.NodeName)}
+		}})
 	}
 	// Selectors on v1beta1 lists name the same fields; the objects filtered are the stored v1 ones.
 	add(kind{certificatesv1beta1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), false, &certificatesv1.CertificateSigningRequest{}, func(o runtime.Object) fields.Set {

@@ -3,6 +3,8 @@ package fieldlabels
 import (
 	"testing"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
+	certificatesv1beta1 "k8s.io/api/certificates/v1beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +14,10 @@ import (
 
 func TestAttrs(t *testing.T) {
 	core := corev1.SchemeGroupVersion
+	pcr := &certificatesv1.PodCertificateRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns"},
+		Spec:       certificatesv1.PodCertificateRequestSpec{NodeName: "n1", PodName: "p1", SignerName: "example.com/s"},
+	}
 	cases := []struct {
 		name  string
 		gvk   schema.GroupVersionKind
@@ -27,6 +33,11 @@ func TestAttrs(t *testing.T) {
 		{"secret type", core.WithKind("Secret"), &corev1.Secret{Type: corev1.SecretTypeTLS}, "type", "kubernetes.io/tls"},
 		{"namespace phase", core.WithKind("Namespace"), &corev1.Namespace{Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}, "status.phase", "Terminating"},
 		{"event source falls back to reporting controller", core.WithKind("Event"), &corev1.Event{ReportingController: "kubelet"}, "source", "kubelet"},
+		{"pcr node", certificatesv1.SchemeGroupVersion.WithKind("PodCertificateRequest"), pcr, "spec.nodeName", "n1"},
+		{"pcr pod", certificatesv1.SchemeGroupVersion.WithKind("PodCertificateRequest"), pcr, "spec.podName", "p1"},
+		{"pcr signer", certificatesv1.SchemeGroupVersion.WithKind("PodCertificateRequest"), pcr, "spec.signerName", "example.com/s"},
+		{"pcr namespace", certificatesv1.SchemeGroupVersion.WithKind("PodCertificateRequest"), pcr, "metadata.namespace", "ns"},
+		{"v1beta1 pcr node", certificatesv1beta1.SchemeGroupVersion.WithKind("PodCertificateRequest"), pcr, "spec.nodeName", "n1"},
 		{"lease name", coordinationv1.SchemeGroupVersion.WithKind("Lease"), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l"}}, "metadata.name", "l"},
 	}
 	for _, tc := range cases {

@@ -27,6 +27,7 @@ type resource[T runtime.Object] struct {
 	// status, when set, serves <plural>/status with these rules.
 	status     *store.Rules[T]
 	shortNames []string
+	categories []string
 	// ttlSeconds, when set, makes etcd expire objects this long after their last write.
 	ttlSeconds uint64
 	// returnDeleted answers DELETE with the deleted object rather than a Status.
@@ -50,6 +51,7 @@ func (r resource[T]) build(typer runtime.ObjectTyper, optsGetter generic.RESTOpt
 		NewList:    r.newList,
 		Strategy:   store.NewStrategy(typer, r.withVersion(r.rules)),
 		ShortNames: r.shortNames,
+		Categories: r.categories,
 		TTLSeconds: r.ttlSeconds,
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,7 +29,7 @@ func newScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, coordinationv1.AddToScheme, certificatesv1.AddToScheme, storagev1.AddToScheme, windowsv1.AddToScheme,
+		corev1.AddToScheme, discoveryv1.AddToScheme, coordinationv1.AddToScheme, certificatesv1.AddToScheme, storagev1.AddToScheme, windowsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
@@ -52,7 +53,7 @@ func nullStorage() generic.RESTOptions {
 func built(t *testing.T) map[string]rest.Storage {
 	t.Helper()
 	out := map[string]rest.Storage{}
-	for _, g := range []string{"", "coordination.k8s.io", "certificates.k8s.io", "storage.k8s.io", "windows.k8s.io"} {
+	for _, g := range []string{"", "coordination.k8s.io", "discovery.k8s.io", "certificates.k8s.io", "storage.k8s.io", "windows.k8s.io"} {
 		for _, build := range Of(g) {
 			storages, err := build(newScheme(t), nullStorage())
 			if err != nil {
@@ -88,6 +89,10 @@ func TestTable(t *testing.T) {
 		{path: "persistentvolumes", sample: &corev1.PersistentVolume{}, shortNames: []string{"pv"}, reset: []string{"status"}, statusReset: []string{"spec"}},
 		{path: "persistentvolumeclaims", sample: &corev1.PersistentVolumeClaim{}, namespaced: true, shortNames: []string{"pvc"}, reset: []string{"status"}, statusReset: []string{"spec"}},
 		{path: "leases", sample: &coordinationv1.Lease{}, namespaced: true},
+		{path: "services", sample: &corev1.Service{}, namespaced: true, shortNames: []string{"svc"}, reset: []string{"status"}},
+		//lint:ignore SA1019 v1 Endpoints are deprecated, not gone: the kubernetes Service's are served and kept as upstream keeps them.
+		{path: "endpoints", sample: &corev1.Endpoints{}, namespaced: true, shortNames: []string{"ep"}},
+		{path: "endpointslices", sample: &discoveryv1.EndpointSlice{}, namespaced: true},
 		{path: "clustertrustbundles", sample: &certificatesv1.ClusterTrustBundle{}},
 		{path: "csinodes", sample: csiNode(), returnDeleted: true, reset: []string{"status"}},
 		{path: "volumeattachments", sample: attachment(), returnDeleted: true, reset: []string{"status"}, statusReset: []string{"metadata", "spec"}},

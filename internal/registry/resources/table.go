@@ -4,9 +4,11 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	netutils "k8s.io/utils/net"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
@@ -122,6 +124,49 @@ func table() []row {
 			},
 			shortNames: []string{"pvc"},
 		},
+		// Only default/kubernetes may exist (validation refuses the others): its replicas keep
+		// it, and these rows let admins read and, as upstream, update or delete it, which the
+		// replicas then undo.
+		resource[*corev1.Service]{
+			gv: corev1.SchemeGroupVersion, plural: "services", singular: "service", kind: "Service",
+			newObj:  func() runtime.Object { return &corev1.Service{} },
+			newList: func() runtime.Object { return &corev1.ServiceList{} },
+			rules: store.Rules[*corev1.Service]{
+				Namespaced: true,
+				PrepareForCreate: func(s *corev1.Service) {
+					s.Status = corev1.ServiceStatus{}
+					singleStack(&s.Spec)
+				},
+				PrepareForUpdate: func(s, old *corev1.Service) {
+					s.Status = old.Status
+					singleStack(&s.Spec)
+				},
+				Validate: validation.ValidateService, ValidateUpdate: validation.ValidateServiceUpdate,
+				ResetFields: statusPath,
+			},
+			shortNames: []string{"svc"},
+			categories: []string{"all"},
+		},
+		//lint:ignore SA1019 deprecated, still served: the kubernetes Service's Endpoints.
+		resource[*corev1.Endpoints]{
+			gv: corev1.SchemeGroupVersion, plural: "endpoints", singular: "endpoints", kind: "Endpoints",
+			//lint:ignore SA1019 deprecated, still served: the kubernetes Service's Endpoints.
+			newObj:  func() runtime.Object { return &corev1.Endpoints{} },
+			newList: func() runtime.Object { return &corev1.EndpointsList{} },
+			//lint:ignore SA1019 deprecated, still served: the kubernetes Service's Endpoints.
+			rules: store.Rules[*corev1.Endpoints]{
+				Namespaced: true, Validate: validation.ValidateEndpoints, ValidateUpdate: validation.ValidateEndpointsUpdate,
+			},
+			shortNames: []string{"ep"},
+		},
+		resource[*discoveryv1.EndpointSlice]{
+			gv: discoveryv1.SchemeGroupVersion, plural: "endpointslices", singular: "endpointslice", kind: "EndpointSlice",
+			newObj:  func() runtime.Object { return &discoveryv1.EndpointSlice{} },
+			newList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} },
+			rules: store.Rules[*discoveryv1.EndpointSlice]{
+				Namespaced: true, Validate: validation.ValidateEndpointSlice, ValidateUpdate: validation.ValidateEndpointSliceUpdate,
+			},
+		},
 		resource[*coordinationv1.Lease]{
 			gv: coordinationv1.SchemeGroupVersion, plural: "leases", singular: "lease", kind: "Lease",
 			newObj:  func() runtime.Object { return &coordinationv1.Lease{} },
@@ -192,5 +237,27 @@ func table() []row {
 				Validate: validation.ValidateGMSACredentialSpec, ValidateUpdate: validation.ValidateGMSACredentialSpecUpdate,
 			},
 		},
+	}
+}
+
+// singleStack fills in the address families of a service's one cluster IP, as upstream's
+// allocator records them: idplane allocates no addresses, so the family is the given IP's.
+func singleStack(spec *corev1.ServiceSpec) {
+	if spec.ClusterIP == "" {
+		return
+	}
+	if len(spec.ClusterIPs) == 0 {
+		spec.ClusterIPs = []string{spec.ClusterIP}
+	}
+	family := corev1.IPv4Protocol
+	if netutils.IsIPv6String(spec.ClusterIP) {
+		family = corev1.IPv6Protocol
+	}
+	if len(spec.IPFamilies) == 0 {
+		spec.IPFamilies = []corev1.IPFamily{family}
+	}
+	if spec.IPFamilyPolicy == nil {
+		policy := corev1.IPFamilyPolicySingleStack
+		spec.IPFamilyPolicy = &policy
 	}
 }

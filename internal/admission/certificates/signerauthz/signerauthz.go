@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
@@ -16,6 +17,15 @@ import (
 // fails closed.
 func Check(ctx context.Context, az authorizer.Authorizer, a admission.Attributes, verb, signerName string) error {
 	u := a.GetUserInfo()
+	if Allowed(ctx, az, u, verb, signerName) {
+		return nil
+	}
+	return admission.NewForbidden(a, fmt.Errorf("user %q not permitted to %s requests with signerName %q", u.GetName(), verb, signerName))
+}
+
+// Allowed reports whether u may take verb on signerName, by its name or its domain's wildcard.
+// An authorizer error is a refusal.
+func Allowed(ctx context.Context, az authorizer.Authorizer, u user.Info, verb, signerName string) bool {
 	names := []string{signerName}
 	if domain, _, ok := strings.Cut(signerName, "/"); ok {
 		names = append(names, domain+"/*")
@@ -26,8 +36,8 @@ func Check(ctx context.Context, az authorizer.Authorizer, a admission.Attributes
 			Resource: "signers", Name: name, ResourceRequest: true,
 		})
 		if err == nil && decision == authorizer.DecisionAllow {
-			return nil
+			return true
 		}
 	}
-	return admission.NewForbidden(a, fmt.Errorf("user %q not permitted to %s requests with signerName %q", u.GetName(), verb, signerName))
+	return false
 }

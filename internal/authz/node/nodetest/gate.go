@@ -6,6 +6,7 @@ package nodetest
 import (
 	"sync"
 
+	certificatesinformers "k8s.io/client-go/informers/certificates/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/tools/cache"
@@ -68,6 +69,20 @@ func (g *Gate) PersistentVolumes(i coreinformers.PersistentVolumeInformer) corei
 // VolumeAttachments wraps a volume attachment informer.
 func (g *Gate) VolumeAttachments(i storageinformers.VolumeAttachmentInformer) storageinformers.VolumeAttachmentInformer {
 	return volumeAttachments{i, g}
+}
+
+// PodCertificateRequests wraps a pod certificate request informer.
+func (g *Gate) PodCertificateRequests(i certificatesinformers.PodCertificateRequestInformer) certificatesinformers.PodCertificateRequestInformer {
+	return podCertificateRequests{i, g}
+}
+
+type podCertificateRequests struct {
+	certificatesinformers.PodCertificateRequestInformer
+	gate *Gate
+}
+
+func (p podCertificateRequests) Informer() cache.SharedIndexInformer {
+	return informer{p.PodCertificateRequestInformer.Informer(), p.gate}
 }
 
 type pods struct {

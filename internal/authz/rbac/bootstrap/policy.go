@@ -34,6 +34,7 @@ const (
 	authorizationGroup  = "authorization.k8s.io"
 	certificatesGroup   = "certificates.k8s.io"
 	coordinationGroup   = "coordination.k8s.io"
+	discoveryGroup      = "discovery.k8s.io"
 	nodeGroup           = "node.k8s.io"
 	resourceGroup       = "resource.k8s.io"
 	storageGroup        = "storage.k8s.io"
@@ -87,13 +88,17 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			resourceRule([]string{"impersonate"}, coreGroup, "serviceaccounts"),
 			resourceRule(write, coreGroup, "pods"),
 			resourceRule([]string{"create"}, coreGroup, "pods/eviction"),
-			resourceRule(write, coreGroup, "serviceaccounts", "persistentvolumeclaims", "configmaps", "secrets", "events"),
+			// Endpoints are not here, as upstream since CVE-2021-25740: writing them would point a
+			// Service at addresses its selector never chose.
+			resourceRule(write, coreGroup, "serviceaccounts", "services", "persistentvolumeclaims", "configmaps", "secrets", "events"),
 			resourceRule([]string{"create"}, coreGroup, "serviceaccounts/token"),
 			resourceRule(readWrite, coordinationGroup, "leases"),
 		),
 		labelledClusterRole("system:aggregate-to-view", aggregateToView,
 			resourceRule(read, coreGroup, "pods", "serviceaccounts", "persistentvolumeclaims", "persistentvolumeclaims/status", "configmaps"),
 			resourceRule(read, coreGroup, "events", "pods/status", "namespaces/status"),
+			resourceRule(read, coreGroup, "services", "endpoints"),
+			resourceRule(read, discoveryGroup, "endpointslices"),
 			// Reading namespaces through a namespaced binding shows the user its own namespace.
 			resourceRule(read, coreGroup, "namespaces"),
 		),

@@ -23,11 +23,19 @@ func (a *assembly) authentication(closers *closerStack) (tokenParts, error) {
 	if err != nil {
 		return tokenParts{}, err
 	}
+	// The cluster CA alone verifies general client certificates; the TLS layer's list of
+	// acceptable CAs gains the client-pod CA below.
+	clusterCA := a.cfg.SecureServing.ClientCA
+	podCerts, err := a.podCertAuthentication()
+	if err != nil {
+		return tokenParts{}, err
+	}
 	secrets := a.loopback.informers.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem)
 	config := authn.Config{
-		ClientCA: a.cfg.SecureServing.ClientCA, TokenAuthFile: a.o.TokenAuthFile, Anonymous: a.o.AnonymousAuth,
+		ClientCA: clusterCA, TokenAuthFile: a.o.TokenAuthFile, Anonymous: a.o.AnonymousAuth,
 		ServiceAccounts: tokens.authenticator, APIAudiences: a.in.tokens.audiences,
 		BootstrapTokens: bootstraptoken.New(secrets, clock.RealClock{}),
+		PodCertificates: podCerts,
 	}
 	if a.o.AuthenticationConfigFile != "" {
 		if err := a.authenticationConfigFile(&config, closers); err != nil {

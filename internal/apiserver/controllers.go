@@ -25,6 +25,7 @@ import (
 	"github.com/idplane/idplane/internal/authz/rbac"
 	"github.com/idplane/idplane/internal/authz/rbac/bootstrap"
 	"github.com/idplane/idplane/internal/certificates"
+	"github.com/idplane/idplane/internal/certificates/podcert"
 	"github.com/idplane/idplane/internal/controller/bootstrapsigner"
 	"github.com/idplane/idplane/internal/controller/clusterroleaggregation"
 	"github.com/idplane/idplane/internal/controller/csrapproving"
@@ -65,6 +66,9 @@ type controllerContext struct {
 	informers      informers.SharedInformerFactory
 	// clusterInfo is the kubeconfig the bootstrap signer publishes in kube-public/cluster-info.
 	clusterInfo []byte
+	// podCerts are the built-in pod certificate signers' CAs, podCertOptions their settings.
+	podCerts       podCertCAs
+	podCertOptions PodCertificateOptions
 }
 
 // controller builds one controller and returns how to run it until ctx ends.
@@ -147,8 +151,13 @@ var leaderControllers = []controller{
 		for name, s := range cc.signers {
 			cas[name] = s.CA
 		}
+		// The SVIDs' trust anchor; the client-pod CA is for the API server alone to trust.
+		if ca, ok := cc.podCerts[podcert.SPIFFESignerName]; ok {
+			cas[podcert.SPIFFESignerName] = ca
+		}
 		return trustbundlepublisher.New(cc.client, cas).Run, nil
 	}},
+	{"podcertificate-signing-controller", podCertificateSigningController},
 }
 
 // buildControllers builds every leader controller on fresh informers.
@@ -199,6 +208,10 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		caPEM: a.in.caPEM, issuer: tokens.config.Issuer,
 		signers: signers, signingDuration: a.o.ClusterSigningDuration,
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
+		podCerts: a.podCerts, podCertOptions: a.o.PodCertificates,
+	}
+	if err := a.podCerts.addReloadHook(srv); err != nil {
+		return err
 	}
 	if cc.clusterInfo, err = clusterInfoKubeconfig(a.o, a.in.url, a.in.caPEM); err != nil {
 		return err

@@ -18,6 +18,7 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 	if err := a.in.tokens.installDiscovery(srv, a.cfg.ExternalAddress); err != nil {
 		return err
 	}
+	installSPIFFEBundle(srv, a.podCerts)
 	return installAPIs(srv, apiDeps{
 		optsGetter: a.cfg.RESTOptionsGetter,
 		authorizer: a.cfg.Authorization.Authorizer,

@@ -71,6 +71,8 @@ type Options struct {
 	// ApproveKubeletServing lets the approver approve a node's own kubelet serving CSRs for the
 	// names its Node object shows.
 	ApproveKubeletServing bool
+	// PodCertificates are the settings of the built-in pod certificate signers.
+	PodCertificates PodCertificateOptions
 
 	// LeaderElection makes the controllers run on one replica at a time; off, they run at once.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -155,6 +157,7 @@ func NewOptions() *Options {
 		Admission:              admission.NewOptions(),
 		ServiceAccounts:        ServiceAccountOptions{ExtendTokenExpiration: true},
 		ClusterSigningDuration: 365 * 24 * time.Hour,
+		PodCertificates:        newPodCertificateOptions(),
 		ClusterSigningFiles: func() map[string]*SigningFiles {
 			m := map[string]*SigningFiles{}
 			for _, s := range clusterSigners {
@@ -217,6 +220,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.CertFile, "cluster-signing-"+s.flag+"-cert-file", f.CertFile, "CA certificate signing for "+s.signer+" (default: "+defaultCert+"). Read again when it changes.")
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: "+defaultKey+").")
 	}
+	o.PodCertificates.AddFlags(fs)
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
 	fs.DurationVar(&o.Shutdown.WatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.Shutdown.WatchTerminationGracePeriod, "On SIGTERM, open watches are told to end and the stop waits for them up to this long (0: watches are cut when their connections close).")
@@ -272,6 +276,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--cluster-signing-%s-cert-file and --cluster-signing-%s-key-file go together", s.flag, s.flag))
 		}
 	}
+	errs = append(errs, o.PodCertificates.Validate()...)
 	for _, err := range componentbasevalidation.ValidateLeaderElectionConfiguration(&o.LeaderElection, field.NewPath("leaderElection")) {
 		errs = append(errs, err)
 	}

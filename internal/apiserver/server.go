@@ -134,6 +134,8 @@ type assembly struct {
 	in       buildInput
 	cfg      *genericapiserver.Config
 	loopback loopback
+	// podCerts are the built-in pod certificate signers' CAs (authentication step).
+	podCerts podCertCAs
 }
 
 // build assembles the API server, one step per part, each in its own file. A step that opens

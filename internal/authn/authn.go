@@ -24,6 +24,8 @@ import (
 type Config struct {
 	// ClientCA verifies client certificates.
 	ClientCA dynamiccertificates.CAContentProvider
+	// PodCertificates authenticates kube-apiserver-client-pod client certificates, or is nil.
+	PodCertificates authenticator.Request
 	// TokenAuthFile is a static token CSV (token,user,uid,"group1,group2"), or empty.
 	TokenAuthFile string
 	// ServiceAccounts authenticates service-account tokens, or is nil.
@@ -50,6 +52,10 @@ func New(c Config) (authenticator.Request, error) {
 	if c.ClientCA != nil {
 		certs := x509.NewDynamic(c.ClientCA.VerifyOptions, x509.CommonNameUserConversion)
 		auths = append(auths, newVerifiedCerts(certs, c.ClientCA, clock.RealClock{}))
+	}
+	if c.PodCertificates != nil {
+		// Not behind the verified-chain cache: each request checks the pod again.
+		auths = append(auths, c.PodCertificates)
 	}
 	var tokens []authenticator.Token
 	if c.ServiceAccounts != nil {

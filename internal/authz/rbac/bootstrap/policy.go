@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+
+	"github.com/idplane/idplane/internal/certificates/podcert"
 )
 
 const (
@@ -115,6 +117,8 @@ func ClusterRoles() []rbacv1.ClusterRole {
 		clusterRole("system:service-account-issuer-discovery",
 			urlRule([]string{"get"}, "/.well-known/openid-configuration", "/openid/v1/jwks"),
 		),
+		// The SPIFFE bundle of idplane.io/spiffe, which parties federating with the trust domain fetch.
+		clusterRole("idplane:spiffe-bundle-discovery", urlRule([]string{"get"}, podcert.BundlePath)),
 
 		// Holding one of these makes the CSR approving controller approve the requester's
 		// node client CSRs (first certificate, then renewals of its own).
@@ -151,6 +155,8 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		// Service accounts may read where their tokens come from; anything wider is the
 		// administrator's choice.
 		groupBinding("system:service-account-issuer-discovery", serviceaccount.AllServiceAccountsGroup),
+		// Likewise the SPIFFE bundle: workloads verify each other's SVIDs with it.
+		groupBinding("idplane:spiffe-bundle-discovery", serviceaccount.AllServiceAccountsGroup),
 		// Upstream leaves these to kubeadm; a cluster needs them for nodes to join and renew:
 		// new nodes' bootstrap credentials may create and follow CSRs and have kubelet client
 		// certificates approved, and nodes may renew their own. The last two roles grant only a

@@ -70,8 +70,12 @@ type Manager struct {
 	informer cache.SharedIndexInformer
 	lister   certlisters.PodCertificateRequestLister
 
-	mu   sync.Mutex // guards pods
+	mu   sync.Mutex // guards pods and uids
 	pods map[types.UID]map[sourceKey]*entry
+	// uids caches the UIDs of the node ("") and of service accounts ("namespace/name") that
+	// requests name: each costs a read otherwise, for every request. A create that fails drops
+	// the ones it used, so an object recreated under its name is read again.
+	uids map[string]types.UID
 
 	// The watch starts with the first source asked for, so a node with no pod certificates
 	// neither lists requests nor needs the API; running is closed by Run with the context the
@@ -112,7 +116,7 @@ func New(c Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{c: c, store: st, pods: map[types.UID]map[sourceKey]*entry{}, running: make(chan struct{})}
+	m := &Manager{c: c, store: st, pods: map[types.UID]map[sourceKey]*entry{}, uids: map[string]types.UID{}, running: make(chan struct{})}
 	// A node may list and watch only the requests naming itself.
 	onNode := fields.OneTermEqualSelector("spec.nodeName", c.NodeName).String()
 	m.informer = cache.NewSharedIndexInformer(
@@ -341,13 +345,26 @@ func (m *Manager) save(ctx context.Context, uid types.UID, volume string, index 
 
 // request makes a new key and asks the source's signer for a certificate for it, as the node.
 func (m *Manager) request(ctx context.Context, pod *corev1.Pod, volume string, index int, src *corev1.PodCertificateProjection, e *entry, fp string) error {
-	sa, err := m.c.Client.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, pod.Spec.ServiceAccountName, metav1.GetOptions{})
+	saKey := pod.Namespace + "/" + pod.Spec.ServiceAccountName
+	saUID, err := m.uid(saKey, func() (types.UID, error) {
+		sa, err := m.c.Client.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, pod.Spec.ServiceAccountName, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("reading service account %s: %w", saKey, err)
+		}
+		return sa.UID, nil
+	})
 	if err != nil {
-		return fmt.Errorf("reading service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
+		return err
 	}
-	node, err := m.c.Client.CoreV1().Nodes().Get(ctx, m.c.NodeName, metav1.GetOptions{})
+	nodeUID, err := m.uid("", func() (types.UID, error) {
+		node, err := m.c.Client.CoreV1().Nodes().Get(ctx, m.c.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("reading node %s: %w", m.c.NodeName, err)
+		}
+		return node.UID, nil
+	})
 	if err != nil {
-		return fmt.Errorf("reading node %s: %w", m.c.NodeName, err)
+		return err
 	}
 	keyPEM, stub, err := newKey(src.KeyType)
 	if err != nil {
@@ -365,10 +382,10 @@ func (m *Manager) request(ctx context.Context, pod *corev1.Pod, volume string, i
 			SignerName:                src.SignerName,
 			PodName:                   pod.Name,
 			PodUID:                    pod.UID,
-			ServiceAccountName:        sa.Name,
-			ServiceAccountUID:         sa.UID,
+			ServiceAccountName:        pod.Spec.ServiceAccountName,
+			ServiceAccountUID:         saUID,
 			NodeName:                  types.NodeName(m.c.NodeName),
-			NodeUID:                   node.UID,
+			NodeUID:                   nodeUID,
 			MaxExpirationSeconds:      src.MaxExpirationSeconds,
 			StubPKCS10Request:         stub,
 			UnverifiedUserAnnotations: src.UserAnnotations,
@@ -376,6 +393,10 @@ func (m *Manager) request(ctx context.Context, pod *corev1.Pod, volume string, i
 	}
 	created, err := m.c.Client.CertificatesV1().PodCertificateRequests(pod.Namespace).Create(ctx, pcr, metav1.CreateOptions{})
 	if err != nil {
+		m.mu.Lock()
+		delete(m.uids, saKey)
+		delete(m.uids, "")
+		m.mu.Unlock()
 		return fmt.Errorf("creating a PodCertificateRequest for signer %q: %w", src.SignerName, err)
 	}
 	e.rec.Source = fp
@@ -388,6 +409,24 @@ func (m *Manager) request(ctx context.Context, pod *corev1.Pod, volume string, i
 	m.save(ctx, pod.UID, volume, index, e)
 	klog.FromContext(ctx).V(2).Info("Requested a pod certificate", "pod", klog.KObj(pod), "volume", volume, "source", index, "request", created.Name, "signer", src.SignerName)
 	return nil
+}
+
+// uid returns a cached UID, reading and caching it when missing.
+func (m *Manager) uid(key string, read func() (types.UID, error)) (types.UID, error) {
+	m.mu.Lock()
+	uid, ok := m.uids[key]
+	m.mu.Unlock()
+	if ok {
+		return uid, nil
+	}
+	uid, err := read()
+	if err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	m.uids[key] = uid
+	m.mu.Unlock()
+	return uid, nil
 }
 
 // failed sets when the next request may be made after one failed at now.

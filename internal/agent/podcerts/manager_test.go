@@ -12,6 +12,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -559,5 +560,57 @@ func TestNoWatchUntilASourceIsAskedFor(t *testing.T) {
 	mustPending(t, err)
 	if !cache.WaitForCacheSync(t.Context().Done(), h.m.HasSynced) || !watched() {
 		t.Fatal("the watch did not start with the first source")
+	}
+}
+
+// The node's and service accounts' UIDs are read once; a refused create reads them again, so a
+// service account recreated under its name is named by its new UID.
+func TestUIDsReadOnceAndAgainAfterARefusal(t *testing.T) {
+	h := newHarness(t)
+	ctx, src := context.Background(), source("ED25519")
+	reads := func() int {
+		n := 0
+		for _, a := range h.client.Actions() {
+			if a.GetVerb() == "get" && (a.GetResource().Resource == "serviceaccounts" || a.GetResource().Resource == "nodes") {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 3 {
+		p := testPod()
+		p.Name, p.UID = fmt.Sprintf("p%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+		_, _, err := h.m.Credentials(ctx, p, "v", 0, src)
+		mustPending(t, err)
+	}
+	if n := reads(); n != 2 {
+		t.Fatalf("%d reads of the node and service account for 3 requests, want 2", n)
+	}
+	// The service account is recreated; the server refuses the stale UID once.
+	if err := h.client.CoreV1().ServiceAccounts("ns").Delete(ctx, "sa", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CoreV1().ServiceAccounts("ns").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa", UID: "sa-uid-2"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.client.PrependReactor("create", "podcertificaterequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.CreateAction).GetObject().(*certificatesv1.PodCertificateRequest).Spec.ServiceAccountUID != "sa-uid-2" {
+			return true, nil, errors.New("forbidden: stale service account UID")
+		}
+		return false, nil, nil
+	})
+	p := testPod()
+	p.Name, p.UID = "p9", "uid-9"
+	_, _, err := h.m.Credentials(ctx, p, "v", 0, src)
+	mustPending(t, err)
+	h.clock.Step(initialBackoff)
+	_, _, err = h.m.Credentials(ctx, p, "v", 0, src)
+	mustPending(t, err)
+	found := false
+	for _, r := range h.requests() {
+		found = found || (r.Spec.PodName == "p9" && r.Spec.ServiceAccountUID == "sa-uid-2")
+	}
+	if !found {
+		t.Fatal("no request names the recreated service account's UID")
 	}
 }

@@ -38,12 +38,15 @@ type config struct {
 	inflight     int
 	steady       time.Duration
 	tokenSeconds int
-	nodeName     string
-	fileTimeout  time.Duration
-	startTimeout time.Duration
-	runs         int
-	jsonFile     string
-	keep         bool
+	// podCertificate, when set, is the signer of a podCertificate source every pod's own volume
+	// also carries; the time measured is then to its credential bundle.
+	podCertificate string
+	nodeName       string
+	fileTimeout    time.Duration
+	startTimeout   time.Duration
+	runs           int
+	jsonFile       string
+	keep           bool
 }
 
 // lifetime is the pods' token lifetime.
@@ -127,13 +130,14 @@ func (r *runResult) addRequests(reqs []request, cfg config) {
 }
 
 type report struct {
-	Binary       string      `json:"binary"`
-	Pods         int         `json:"pods"`
-	Namespaces   int         `json:"namespaces"`
-	Rate         float64     `json:"podsPerSecondAsked"`
-	TokenSeconds int         `json:"tokenSeconds"`
-	Runs         []runResult `json:"runs"`
-	Median       runResult   `json:"median"`
+	Binary         string      `json:"binary"`
+	Pods           int         `json:"pods"`
+	Namespaces     int         `json:"namespaces"`
+	Rate           float64     `json:"podsPerSecondAsked"`
+	TokenSeconds   int         `json:"tokenSeconds"`
+	PodCertificate string      `json:"podCertificateSigner,omitempty"`
+	Runs           []runResult `json:"runs"`
+	Median         runResult   `json:"median"`
 }
 
 func main() { toolmain.Main("agentload", parseFlags, run) }
@@ -147,7 +151,7 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.jsonFile != "" {
 		rep := report{
 			Binary: cfg.idplane, Pods: cfg.pods, Namespaces: cfg.namespaces, Rate: cfg.rate,
-			TokenSeconds: int(cfg.lifetime().Seconds()), Runs: runs, Median: med,
+			TokenSeconds: int(cfg.lifetime().Seconds()), PodCertificate: cfg.podCertificate, Runs: runs, Median: med,
 		}
 		if err := toolmain.WriteJSON(cfg.jsonFile, rep); err != nil {
 			return err
@@ -171,6 +175,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&cfg.rate, "rate", 50, "pods created per second")
 	fs.IntVar(&cfg.inflight, "inflight", 200, "most pods created and not yet with their token file at once; more wait, lowering the rate")
 	fs.DurationVar(&cfg.steady, "steady", 3*time.Minute, "length of the steady window after every pod has its token file")
+	fs.StringVar(&cfg.podCertificate, "pod-certificate", "", "signer of a podCertificate source (ECDSA P-256 credential bundle) added to every pod's own token volume, e.g. idplane.io/spiffe; the time measured is then create → bundle file")
 	fs.IntVar(&cfg.tokenSeconds, "token-seconds", 3600, "expirationSeconds of the pods' own projected token volume; 0 uses the kube-api-access volume the ServiceAccount admission plugin adds (3607 s)")
 	fs.StringVar(&cfg.nodeName, "node-name", "bench-node", "name of the agent's node")
 	fs.DurationVar(&cfg.fileTimeout, "file-timeout", time.Minute, "a pod whose token file is not there this long after its creation counts as an error")
@@ -198,6 +203,9 @@ func parseFlags(args []string) (config, error) {
 		errs = append(errs, errors.New("-steady, -file-timeout and -start-timeout must be positive"))
 	}
 	// The API refuses projected tokens shorter than ten minutes.
+	if cfg.podCertificate != "" && cfg.tokenSeconds == 0 {
+		errs = append(errs, errors.New("-pod-certificate needs the pods' own volume: -token-seconds must not be 0"))
+	}
 	if cfg.tokenSeconds != 0 && cfg.tokenSeconds < 600 {
 		errs = append(errs, errors.New("-token-seconds must be 0 or at least 600"))
 	}

@@ -265,6 +265,7 @@ func (m *Manager) load(ctx context.Context, uid types.UID, volume string, index 
 		}
 	}
 	e.rec = *r
+	e.refused = r.Refused
 }
 
 // checkPending looks at the request in flight and takes its answer.
@@ -292,16 +293,12 @@ func (m *Manager) checkPending(ctx context.Context, pod *corev1.Pod, volume stri
 		}
 		switch c.Type {
 		case certificatesv1.PodCertificateRequestConditionTypeDenied, certificatesv1.PodCertificateRequestConditionTypeFailed:
-			e.refused = &RefusedError{Request: name, Condition: c.Type, Reason: c.Reason, Message: c.Message}
-			m.clearPending(pod.UID, volume, index, e)
-			return e.refused
+			return m.refuse(ctx, pod.UID, volume, index, e, &RefusedError{Request: name, Condition: c.Type, Reason: c.Reason, Message: c.Message})
 		case certificatesv1.PodCertificateRequestConditionTypeIssued:
 			got, err := acceptChain(&pcr.Status, e.rec.PendingKey, now)
 			if err != nil {
-				e.refused = &RefusedError{Request: name, Condition: certificatesv1.PodCertificateRequestConditionTypeFailed, Reason: "InvalidCertificateChain",
-					Message: "the agent refused the issued chain: " + err.Error()}
-				m.clearPending(pod.UID, volume, index, e)
-				return e.refused
+				return m.refuse(ctx, pod.UID, volume, index, e, &RefusedError{Request: name, Condition: certificatesv1.PodCertificateRequestConditionTypeFailed,
+					Reason: "InvalidCertificateChain", Message: "the agent refused the issued chain: " + err.Error()})
 			}
 			jitter := min(m.c.Jitter(maxJitter), got.notAfter.Sub(got.beginRefreshAt)/2)
 			e.rec.Key, e.rec.Chain = e.rec.PendingKey, got.chain
@@ -313,6 +310,14 @@ func (m *Manager) checkPending(ctx context.Context, pod *corev1.Pod, volume stri
 		}
 	}
 	return nil
+}
+
+// refuse records a final answer for the source, on disk too, and returns it.
+func (m *Manager) refuse(ctx context.Context, uid types.UID, volume string, index int, e *entry, r *RefusedError) error {
+	e.refused, e.rec.Refused = r, r
+	e.rec.PendingName, e.rec.PendingKey, e.rec.PendingCreated = "", nil, time.Time{}
+	m.save(ctx, uid, volume, index, e)
+	return r
 }
 
 // clearPending forgets the request in flight; a current certificate stays.

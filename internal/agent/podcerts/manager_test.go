@@ -340,6 +340,12 @@ func TestDeniedAndFailedAreFinal(t *testing.T) {
 			if n := h.createCount(); n != 1 {
 				t.Fatalf("%d requests made after a final answer, want 1", n)
 			}
+			// Nor after a restart.
+			h.start()
+			_, _, err = h.m.Credentials(context.Background(), pod, "v", 0, src)
+			if !IsRefused(err) || !strings.Contains(err.Error(), "use ECDSAP384") || h.createCount() != 1 {
+				t.Fatalf("after a restart: %v, %d requests; want the kept refusal and no request", err, h.createCount())
+			}
 		})
 	}
 }

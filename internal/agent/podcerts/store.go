@@ -42,6 +42,10 @@ type record struct {
 	PendingName    string    `json:"pendingName,omitempty"`
 	PendingKey     []byte    `json:"pendingKey,omitempty"`
 	PendingCreated time.Time `json:"pendingCreated,omitzero"`
+
+	// Refused is the final answer for the source: kept, so that a restarted agent does not ask
+	// again what was denied.
+	Refused *RefusedError `json:"refused,omitempty"`
 }
 
 // store keeps records under one directory, one subdirectory per pod UID and one file per

@@ -41,12 +41,15 @@ type config struct {
 	// podCertificate, when set, is the signer of a podCertificate source every pod's own volume
 	// also carries; the time measured is then to its credential bundle.
 	podCertificate string
-	nodeName       string
-	fileTimeout    time.Duration
-	startTimeout   time.Duration
-	runs           int
-	jsonFile       string
-	keep           bool
+	// restartWindow, when set, restarts the agent after the steady window and counts the node's
+	// requests for this long after.
+	restartWindow time.Duration
+	nodeName      string
+	fileTimeout   time.Duration
+	startTimeout  time.Duration
+	runs          int
+	jsonFile      string
+	keep          bool
 }
 
 // lifetime is the pods' token lifetime.
@@ -65,13 +68,14 @@ func (c config) expectedRefreshesPerMinute() float64 {
 
 // runResult holds the figures of one run.
 type runResult struct {
-	ServerStartMs           float64       `json:"serverStartToReadyMs"`
-	AgentStartToNodeReadyMs float64       `json:"agentStartToNodeReadyMs"`
-	AgentIdleRSSMiB         float64       `json:"agentIdleRSSBeforePodsMiB"`
-	Ramp                    rampFigures   `json:"ramp"`
-	Steady                  steadyFigures `json:"steady"`
+	ServerStartMs           float64         `json:"serverStartToReadyMs"`
+	AgentStartToNodeReadyMs float64         `json:"agentStartToNodeReadyMs"`
+	AgentIdleRSSMiB         float64         `json:"agentIdleRSSBeforePodsMiB"`
+	Ramp                    rampFigures     `json:"ramp"`
+	Steady                  steadyFigures   `json:"steady"`
+	Restart                 *restartFigures `json:"restart,omitempty"`
 
-	rampFrom, rampTo, steadyFrom, steadyTo time.Time
+	rampFrom, rampTo, steadyFrom, steadyTo, restartFrom, restartTo time.Time
 }
 
 // rampFigures are those of creating the pods.
@@ -127,6 +131,26 @@ func (r *runResult) addRequests(reqs []request, cfg config) {
 		r.Steady.ByKindPerMinute[k] = float64(n) / minutes
 	}
 	r.Steady.ExpectedRefreshesPerMinute = cfg.expectedRefreshesPerMinute()
+	if r.Restart != nil {
+		c := countWindow(reqs, r.restartFrom, r.restartTo)
+		r.Restart.Requests = c.Total
+		r.Restart.TokenRequests = c.ByKind[kindTokenRequest]
+		r.Restart.PodCertificateRequests = c.ByKind[kindPodCertificateRequest]
+	}
+}
+
+// The kinds of request a restarted agent should not make for what it already holds.
+const (
+	kindTokenRequest          = "create serviceaccounts/token"
+	kindPodCertificateRequest = "create podcertificaterequests.certificates.k8s.io"
+)
+
+// restartFigures are those of the window after the agent was restarted.
+type restartFigures struct {
+	Seconds                float64 `json:"seconds"`
+	Requests               int     `json:"nodeRequests"`
+	TokenRequests          int     `json:"tokenRequests"`
+	PodCertificateRequests int     `json:"podCertificateRequests"`
 }
 
 type report struct {
@@ -175,6 +199,7 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&cfg.rate, "rate", 50, "pods created per second")
 	fs.IntVar(&cfg.inflight, "inflight", 200, "most pods created and not yet with their token file at once; more wait, lowering the rate")
 	fs.DurationVar(&cfg.steady, "steady", 3*time.Minute, "length of the steady window after every pod has its token file")
+	fs.DurationVar(&cfg.restartWindow, "restart-window", 0, "restart the agent after the steady window and count the node's requests (tokens, PodCertificateRequests) this long after; 0 skips the restart")
 	fs.StringVar(&cfg.podCertificate, "pod-certificate", "", "signer of a podCertificate source (ECDSA P-256 credential bundle) added to every pod's own token volume, e.g. idplane.io/spiffe; the time measured is then create → bundle file")
 	fs.IntVar(&cfg.tokenSeconds, "token-seconds", 3600, "expirationSeconds of the pods' own projected token volume; 0 uses the kube-api-access volume the ServiceAccount admission plugin adds (3607 s)")
 	fs.StringVar(&cfg.nodeName, "node-name", "bench-node", "name of the agent's node")
@@ -267,6 +292,14 @@ func medianRun(runs []runResult) runResult {
 			MachineLoadAvg1m:           of(func(r runResult) float64 { return r.Steady.MachineLoadAvg1m }),
 		},
 	}
+	if runs[0].Restart != nil {
+		m.Restart = &restartFigures{
+			Seconds:                of(func(r runResult) float64 { return r.Restart.Seconds }),
+			Requests:               count(func(r runResult) int { return r.Restart.Requests }),
+			TokenRequests:          count(func(r runResult) int { return r.Restart.TokenRequests }),
+			PodCertificateRequests: count(func(r runResult) int { return r.Restart.PodCertificateRequests }),
+		}
+	}
 	kinds := map[string]bool{}
 	for _, r := range runs {
 		for k := range r.Steady.ByKindPerMinute {
@@ -297,6 +330,11 @@ func printRun(w io.Writer, r runResult) {
 	fmt.Fprintf(tw, "%.0f s\t%.1f\t%.1f\t%d\t%.2f%%\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%d\t%.2f\t\n",
 		s.Seconds, s.RequestsPerMinute, s.ExpectedRefreshesPerMinute, s.Requests.Failed,
 		s.AgentCPUPercent, s.AgentRSSMiB, s.AgentAnonMiB, s.AgentHWMMiB, s.CredentialsReady, s.MachineLoadAvg1m)
+	if rs := r.Restart; rs != nil {
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "after a restart\tnode requests\ttoken requests\tPodCertificateRequests\t\n")
+		fmt.Fprintf(tw, "%.0f s\t%d\t%d\t%d\t\n", rs.Seconds, rs.Requests, rs.TokenRequests, rs.PodCertificateRequests)
+	}
 	tw.Flush()
 
 	if len(s.ByKindPerMinute) == 0 {

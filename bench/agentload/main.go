@@ -136,6 +136,7 @@ func (r *runResult) addRequests(reqs []request, cfg config) {
 		r.Restart.Requests = c.Total
 		r.Restart.TokenRequests = c.ByKind[kindTokenRequest]
 		r.Restart.PodCertificateRequests = c.ByKind[kindPodCertificateRequest]
+		r.Restart.ByKind = c.ByKind
 	}
 }
 
@@ -147,10 +148,11 @@ const (
 
 // restartFigures are those of the window after the agent was restarted.
 type restartFigures struct {
-	Seconds                float64 `json:"seconds"`
-	Requests               int     `json:"nodeRequests"`
-	TokenRequests          int     `json:"tokenRequests"`
-	PodCertificateRequests int     `json:"podCertificateRequests"`
+	Seconds                float64        `json:"seconds"`
+	Requests               int            `json:"nodeRequests"`
+	TokenRequests          int            `json:"tokenRequests"`
+	PodCertificateRequests int            `json:"podCertificateRequests"`
+	ByKind                 map[string]int `json:"nodeRequestsByKind"`
 }
 
 type report struct {
@@ -336,6 +338,15 @@ func printRun(w io.Writer, r runResult) {
 		fmt.Fprintf(tw, "%.0f s\t%d\t%d\t%d\t\n", rs.Seconds, rs.Requests, rs.TokenRequests, rs.PodCertificateRequests)
 	}
 	tw.Flush()
+	if rs := r.Restart; rs != nil && len(rs.ByKind) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "node requests after the restart\tcount\n")
+		for _, k := range slices.Sorted(maps.Keys(rs.ByKind)) {
+			fmt.Fprintf(tw, "%s\t%d\n", k, rs.ByKind[k])
+		}
+		tw.Flush()
+	}
 
 	if len(s.ByKindPerMinute) == 0 {
 		return

@@ -444,9 +444,21 @@ func (m *Manager) setCondition(ctx context.Context, pod *corev1.Pod, p *problem)
 	}
 	want.LastTransitionTime = metav1.NewTime(m.c.Clock.Now())
 	// The UID makes the patch fail on a pod that was recreated under the same name.
+	// A strategic merge patch merges the condition into the one of its type: a reason or message
+	// left out would keep the last one (a True condition still saying why it was False), so an
+	// empty one is sent as null, which removes it.
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID},
-		"status":   map[string]any{"conditions": []corev1.PodCondition{want}},
+		"status": map[string]any{"conditions": []map[string]any{{
+			"type": want.Type, "status": want.Status, "lastTransitionTime": want.LastTransitionTime,
+			"reason": orNull(want.Reason), "message": orNull(want.Message),
+		}}},
 	})
 	if err != nil {
 		return fmt.Errorf("encoding the %s condition: %w", want.Type, err)

@@ -204,6 +204,10 @@ func TestPodCertificatesWrittenOnceEverySourceIsIssued(t *testing.T) {
 		c := h.condition(p)
 		return c != nil && c.Status == corev1.ConditionTrue
 	})
+	// True keeps nothing of the False before it.
+	if c := h.condition(p); c.Reason != "" || c.Message != "" {
+		t.Fatalf("CredentialsReady True with reason %q, message %q", c.Reason, c.Message)
+	}
 	dir := filepath.Join(h.root, "pods", string(p.UID), "volumes", "certs")
 	bundle, err := os.ReadFile(filepath.Join(dir, "spiffe/bundle.pem"))
 	if err != nil {
@@ -228,7 +232,7 @@ func TestPodCertificatesWrittenOnceEverySourceIsIssued(t *testing.T) {
 
 	// A restarted agent asks for nothing and keeps the files.
 	h.stop()
-	before := h.createCount()
+	before, actionsBefore := h.createCount(), len(h.client.Actions())
 	h.start()
 	p2 := pod("q", certVolume())
 	if _, err := h.client.CoreV1().Pods("ns").Create(context.Background(), p2, metav1.CreateOptions{}); err != nil {
@@ -239,6 +243,11 @@ func TestPodCertificatesWrittenOnceEverySourceIsIssued(t *testing.T) {
 	h.pending(2)
 	if got := h.createCount(); got != before+2 {
 		t.Fatalf("%d requests after the restart, want only the new pod's 2", got-before)
+	}
+	for _, a := range h.client.Actions()[actionsBefore:] {
+		if pa, ok := a.(k8stesting.PatchAction); ok && pa.GetName() == p.Name {
+			t.Errorf("the restarted agent patched pod %s, whose status had not changed: %s", p.Name, pa.GetPatch())
+		}
 	}
 	after, err := os.ReadFile(filepath.Join(dir, "spiffe/bundle.pem"))
 	if err != nil || string(after) != string(bundle) {

@@ -88,11 +88,11 @@ func TestAgentProjectsPodCertificates(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(dir, "svid.pem")); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: credential bundle mode %v (%v), want 0600 (one runAsUser)", pod, fi.Mode(), err)
 		}
-		key, chain := pem.Decode(data)
-		if key == nil || key.Type != "PRIVATE KEY" {
+		if key, _ := pem.Decode(data); key == nil || key.Type != "PRIVATE KEY" {
 			t.Fatalf("%s: the credential bundle does not start with a PKCS#8 key", pod)
 		}
-		sv, err := x509svid.Parse(chain, pem.EncodeToMemory(key))
+		// The one file is both go-spiffe's certificate file and its key file, as the README shows.
+		sv, err := x509svid.Load(filepath.Join(dir, "svid.pem"), filepath.Join(dir, "svid.pem"))
 		if err != nil {
 			t.Fatalf("%s: go-spiffe refuses the SVID: %v", pod, err)
 		}

@@ -169,7 +169,7 @@ var testCA = struct {
 }{}
 
 // certFor is a PEM certificate for pub from notBefore for lifetime, signed by the test CA.
-func certFor(t *testing.T, pub crypto.PublicKey, notBefore time.Time, lifetime time.Duration) string {
+func certFor(t testing.TB, pub crypto.PublicKey, notBefore time.Time, lifetime time.Duration) string {
 	t.Helper()
 	testCA.Do(func() {
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -30,3 +30,6 @@ go test -run '^$' -fuzz FuzzCredSpecEqual -fuzztime 10s ./internal/gmsa/
 go test -run '^$' -fuzz FuzzRunAsUserName -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzValidateGMSACredSpecDocument -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzAdmissionReviewDecode -fuzztime 10s ./internal/gmsa/webhook/
+# The snapshot archives a restore reads (a backup store may have been tampered with). Minimizing
+# their kilobyte-sized inputs would take the whole run, hence -fuzzminimizetime.
+go test -run '^$' -fuzz FuzzReadArchive -fuzztime 10s -fuzzminimizetime 1s ./internal/snapshot/archive/

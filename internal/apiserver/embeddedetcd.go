@@ -42,6 +42,14 @@ func startEmbeddedEtcd(dataDir string) (*embeddedEtcd, error) {
 		sockDir = tmpDir
 	}
 	clientSock := filepath.Join(sockDir, "client.sock")
+	// `idplane snapshot save` finds the socket from the data directory: where it is elsewhere,
+	// a file in the data directory names it.
+	if err := writeClientSocketPointer(absDir, tmpDir != "", clientSock); err != nil {
+		if tmpDir != "" {
+			os.RemoveAll(tmpDir)
+		}
+		return nil, err
+	}
 	peerSock := filepath.Join(sockDir, "peer.sock")
 	for _, s := range []string{clientSock, peerSock} {
 		if err := os.Remove(s); err != nil && !os.IsNotExist(err) {
@@ -55,7 +63,7 @@ func startEmbeddedEtcd(dataDir string) (*embeddedEtcd, error) {
 	peerURL := url.URL{Scheme: "unix", Path: peerSock}
 
 	cfg := embed.NewConfig()
-	cfg.Name = "idplane"
+	cfg.Name = embeddedEtcdMember
 	cfg.Dir = filepath.Join(absDir, "data")
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerListen}, []url.URL{peerURL}

@@ -90,6 +90,17 @@ func TestExternalEtcdWithTLS(t *testing.T) {
 	}
 	first.stop()
 
+	// `idplane snapshot save` reaches the external etcd with the server's flags, and only with them.
+	o := SnapshotSaveOptions{DataDir: filepath.Join(dir, "first"), EtcdServers: []string{clientURL.String()}, EtcdCAFile: caFile,
+		EtcdCertFile: filepath.Join(dir, "client.crt"), EtcdKeyFile: filepath.Join(dir, "client.key"), Path: filepath.Join(dir, "backup.tar")}
+	if m, err := SaveSnapshot(ctx, o); err != nil || m.Etcd.Revision == 0 {
+		t.Errorf("snapshot save from the external etcd: %+v, %v", m, err)
+	}
+	o.EtcdCertFile, o.EtcdKeyFile, o.Path = "", "", filepath.Join(dir, "refused.tar")
+	if _, err := SaveSnapshot(ctx, o); err == nil {
+		t.Error("snapshot save without the client certificate the external etcd demands succeeded")
+	}
+
 	// Servers sharing an etcd share the key that encrypts secrets in it.
 	key, err := os.ReadFile(filepath.Join(dir, "first", "pki", generatedEncryptionConfig))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	apiserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -40,7 +41,7 @@ type Getter interface {
 type AuthenticatorConfig struct {
 	// Issuers are accepted in the "iss" claim of bound tokens.
 	Issuers []string
-	Keys    *Keys
+	Keys    PublicKeys
 	// APIAudiences are the audiences the API server identifies as; a token must name one of them
 	// unless the caller asks for other audiences (TokenReview's spec.audiences).
 	APIAudiences authenticator.Audiences
@@ -52,7 +53,7 @@ type AuthenticatorConfig struct {
 // legacy tokens held in secrets. A token of another issuer is not its business and is passed on.
 type Authenticator struct {
 	issuers   sets.Set[string]
-	keys      *Keys
+	keys      PublicKeys
 	audiences authenticator.Audiences
 	getter    Getter
 	clock     clock.PassiveClock
@@ -77,13 +78,23 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	if strings.Count(raw, ".") != 2 {
 		return nil, false, nil
 	}
-	// Checked before anything is decoded: no other authenticator takes JWTs, and none is this long.
-	if len(raw) > MaxTokenLength {
-		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
-	}
+	// Another issuer's token is left to the JWT issuers after this authenticator, whatever its
+	// length: an identity provider's token with many group claims may be long. Only the issuer
+	// claim is decoded before the length of one of ours is bounded.
 	iss, ok := unverifiedIssuer(raw)
 	if !ok || (iss != LegacyIssuer && !a.issuers.Has(iss)) {
+		// Another authenticator may take the token, so this is not an error; the request's log
+		// line then says only "invalid bearer token", and this says why it was not one of ours
+		// (for example a token from before the issuer changed).
+		if ok {
+			klog.V(2).InfoS("Bearer token is not a service-account token of this server: its issuer is not accepted", "issuer", iss, "acceptedIssuers", sets.List(a.issuers))
+		} else {
+			klog.V(2).InfoS("Bearer token is not a service-account token: it is a JWT without an issuer")
+		}
 		return nil, false, nil
+	}
+	if len(raw) > MaxTokenLength {
+		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
 	}
 	tok, err := jwt.ParseSigned(raw, acceptedAlgorithms)
 	if err != nil {
@@ -92,13 +103,13 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	var public jwt.Claims
 	if iss == LegacyIssuer {
 		var legacy legacyClaims
-		if err := a.verify(tok, &public, &legacy); err != nil {
+		if err := a.verify(ctx, tok, &public, &legacy); err != nil {
 			return nil, false, err
 		}
 		return a.authenticateLegacy(ctx, raw, &public, &legacy)
 	}
 	var private privateClaims
-	if err := a.verify(tok, &public, &private); err != nil {
+	if err := a.verify(ctx, tok, &public, &private); err != nil {
 		return nil, false, err
 	}
 	return a.authenticateBound(ctx, &public, &private)
@@ -125,14 +136,14 @@ var errBadSignature = errors.New("service account token signature is invalid")
 
 // verify checks the signature with the key the token names, or with every accepted key when it
 // names none, and decodes the claims.
-func (a *Authenticator) verify(tok *jwt.JSONWebToken, claims ...any) error {
+func (a *Authenticator) verify(ctx context.Context, tok *jwt.JSONWebToken, claims ...any) error {
 	if len(tok.Headers) != 1 {
 		return errors.New("service account token must have exactly one signature")
 	}
 	kid := tok.Headers[0].KeyID
 	if kid != "" {
-		k := a.keys.find(kid)
-		if k == nil {
+		k, ok := a.keys.Lookup(ctx, kid)
+		if !ok {
 			return fmt.Errorf("service account token is signed by key %q, which is not an accepted key", kid)
 		}
 		if err := tok.Claims(k.Key, claims...); err != nil {
@@ -140,7 +151,7 @@ func (a *Authenticator) verify(tok *jwt.JSONWebToken, claims ...any) error {
 		}
 		return nil
 	}
-	for _, k := range a.keys.Public {
+	for _, k := range a.keys.Accepted() {
 		if err := tok.Claims(k.Key, claims...); err == nil {
 			return nil
 		}

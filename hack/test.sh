@@ -24,6 +24,8 @@ go test -run '^$' -fuzz FuzzAuthenticateToken -fuzztime 10s ./internal/authn/jwt
 go test -run '^$' -fuzz FuzzVerify -fuzztime 10s ./internal/clusterinfo/
 go test -run '^$' -fuzz FuzzValidateTokenRequest -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzPodCertificateRequest -fuzztime 10s ./internal/validation/
+# The certificate chains a signer hands the agent for a pod.
+go test -run '^$' -fuzz FuzzAcceptChain -fuzztime 10s ./internal/agent/podcerts/
 go test -run '^$' -fuzz FuzzCredSpecEqual -fuzztime 10s ./internal/gmsa/
 go test -run '^$' -fuzz FuzzRunAsUserName -fuzztime 10s ./internal/validation/
 go test -run '^$' -fuzz FuzzValidateGMSACredSpecDocument -fuzztime 10s ./internal/validation/

@@ -38,12 +38,18 @@ type config struct {
 	inflight     int
 	steady       time.Duration
 	tokenSeconds int
-	nodeName     string
-	fileTimeout  time.Duration
-	startTimeout time.Duration
-	runs         int
-	jsonFile     string
-	keep         bool
+	// podCertificate, when set, is the signer of a podCertificate source every pod's own volume
+	// also carries; the time measured is then to its credential bundle.
+	podCertificate string
+	// restartWindow, when set, restarts the agent after the steady window and counts the node's
+	// requests for this long after.
+	restartWindow time.Duration
+	nodeName      string
+	fileTimeout   time.Duration
+	startTimeout  time.Duration
+	runs          int
+	jsonFile      string
+	keep          bool
 }
 
 // lifetime is the pods' token lifetime.
@@ -62,13 +68,14 @@ func (c config) expectedRefreshesPerMinute() float64 {
 
 // runResult holds the figures of one run.
 type runResult struct {
-	ServerStartMs           float64       `json:"serverStartToReadyMs"`
-	AgentStartToNodeReadyMs float64       `json:"agentStartToNodeReadyMs"`
-	AgentIdleRSSMiB         float64       `json:"agentIdleRSSBeforePodsMiB"`
-	Ramp                    rampFigures   `json:"ramp"`
-	Steady                  steadyFigures `json:"steady"`
+	ServerStartMs           float64         `json:"serverStartToReadyMs"`
+	AgentStartToNodeReadyMs float64         `json:"agentStartToNodeReadyMs"`
+	AgentIdleRSSMiB         float64         `json:"agentIdleRSSBeforePodsMiB"`
+	Ramp                    rampFigures     `json:"ramp"`
+	Steady                  steadyFigures   `json:"steady"`
+	Restart                 *restartFigures `json:"restart,omitempty"`
 
-	rampFrom, rampTo, steadyFrom, steadyTo time.Time
+	rampFrom, rampTo, steadyFrom, steadyTo, restartFrom, restartTo time.Time
 }
 
 // rampFigures are those of creating the pods.
@@ -124,16 +131,39 @@ func (r *runResult) addRequests(reqs []request, cfg config) {
 		r.Steady.ByKindPerMinute[k] = float64(n) / minutes
 	}
 	r.Steady.ExpectedRefreshesPerMinute = cfg.expectedRefreshesPerMinute()
+	if r.Restart != nil {
+		c := countWindow(reqs, r.restartFrom, r.restartTo)
+		r.Restart.Requests = c.Total
+		r.Restart.TokenRequests = c.ByKind[kindTokenRequest]
+		r.Restart.PodCertificateRequests = c.ByKind[kindPodCertificateRequest]
+		r.Restart.ByKind = c.ByKind
+	}
+}
+
+// The kinds of request a restarted agent should not make for what it already holds.
+const (
+	kindTokenRequest          = "create serviceaccounts/token"
+	kindPodCertificateRequest = "create podcertificaterequests.certificates.k8s.io"
+)
+
+// restartFigures are those of the window after the agent was restarted.
+type restartFigures struct {
+	Seconds                float64        `json:"seconds"`
+	Requests               int            `json:"nodeRequests"`
+	TokenRequests          int            `json:"tokenRequests"`
+	PodCertificateRequests int            `json:"podCertificateRequests"`
+	ByKind                 map[string]int `json:"nodeRequestsByKind"`
 }
 
 type report struct {
-	Binary       string      `json:"binary"`
-	Pods         int         `json:"pods"`
-	Namespaces   int         `json:"namespaces"`
-	Rate         float64     `json:"podsPerSecondAsked"`
-	TokenSeconds int         `json:"tokenSeconds"`
-	Runs         []runResult `json:"runs"`
-	Median       runResult   `json:"median"`
+	Binary         string      `json:"binary"`
+	Pods           int         `json:"pods"`
+	Namespaces     int         `json:"namespaces"`
+	Rate           float64     `json:"podsPerSecondAsked"`
+	TokenSeconds   int         `json:"tokenSeconds"`
+	PodCertificate string      `json:"podCertificateSigner,omitempty"`
+	Runs           []runResult `json:"runs"`
+	Median         runResult   `json:"median"`
 }
 
 func main() { toolmain.Main("agentload", parseFlags, run) }
@@ -147,7 +177,7 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.jsonFile != "" {
 		rep := report{
 			Binary: cfg.idplane, Pods: cfg.pods, Namespaces: cfg.namespaces, Rate: cfg.rate,
-			TokenSeconds: int(cfg.lifetime().Seconds()), Runs: runs, Median: med,
+			TokenSeconds: int(cfg.lifetime().Seconds()), PodCertificate: cfg.podCertificate, Runs: runs, Median: med,
 		}
 		if err := toolmain.WriteJSON(cfg.jsonFile, rep); err != nil {
 			return err
@@ -171,6 +201,8 @@ func parseFlags(args []string) (config, error) {
 	fs.Float64Var(&cfg.rate, "rate", 50, "pods created per second")
 	fs.IntVar(&cfg.inflight, "inflight", 200, "most pods created and not yet with their token file at once; more wait, lowering the rate")
 	fs.DurationVar(&cfg.steady, "steady", 3*time.Minute, "length of the steady window after every pod has its token file")
+	fs.DurationVar(&cfg.restartWindow, "restart-window", 0, "restart the agent after the steady window and count the node's requests (tokens, PodCertificateRequests) this long after; 0 skips the restart")
+	fs.StringVar(&cfg.podCertificate, "pod-certificate", "", "signer of a podCertificate source (ECDSA P-256 credential bundle) added to every pod's own token volume, e.g. idplane.io/spiffe; the time measured is then create → bundle file")
 	fs.IntVar(&cfg.tokenSeconds, "token-seconds", 3600, "expirationSeconds of the pods' own projected token volume; 0 uses the kube-api-access volume the ServiceAccount admission plugin adds (3607 s)")
 	fs.StringVar(&cfg.nodeName, "node-name", "bench-node", "name of the agent's node")
 	fs.DurationVar(&cfg.fileTimeout, "file-timeout", time.Minute, "a pod whose token file is not there this long after its creation counts as an error")
@@ -198,6 +230,9 @@ func parseFlags(args []string) (config, error) {
 		errs = append(errs, errors.New("-steady, -file-timeout and -start-timeout must be positive"))
 	}
 	// The API refuses projected tokens shorter than ten minutes.
+	if cfg.podCertificate != "" && cfg.tokenSeconds == 0 {
+		errs = append(errs, errors.New("-pod-certificate needs the pods' own volume: -token-seconds must not be 0"))
+	}
 	if cfg.tokenSeconds != 0 && cfg.tokenSeconds < 600 {
 		errs = append(errs, errors.New("-token-seconds must be 0 or at least 600"))
 	}
@@ -259,6 +294,14 @@ func medianRun(runs []runResult) runResult {
 			MachineLoadAvg1m:           of(func(r runResult) float64 { return r.Steady.MachineLoadAvg1m }),
 		},
 	}
+	if runs[0].Restart != nil {
+		m.Restart = &restartFigures{
+			Seconds:                of(func(r runResult) float64 { return r.Restart.Seconds }),
+			Requests:               count(func(r runResult) int { return r.Restart.Requests }),
+			TokenRequests:          count(func(r runResult) int { return r.Restart.TokenRequests }),
+			PodCertificateRequests: count(func(r runResult) int { return r.Restart.PodCertificateRequests }),
+		}
+	}
 	kinds := map[string]bool{}
 	for _, r := range runs {
 		for k := range r.Steady.ByKindPerMinute {
@@ -289,7 +332,21 @@ func printRun(w io.Writer, r runResult) {
 	fmt.Fprintf(tw, "%.0f s\t%.1f\t%.1f\t%d\t%.2f%%\t%.1f MiB\t%.1f MiB\t%.1f MiB\t%d\t%.2f\t\n",
 		s.Seconds, s.RequestsPerMinute, s.ExpectedRefreshesPerMinute, s.Requests.Failed,
 		s.AgentCPUPercent, s.AgentRSSMiB, s.AgentAnonMiB, s.AgentHWMMiB, s.CredentialsReady, s.MachineLoadAvg1m)
+	if rs := r.Restart; rs != nil {
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "after a restart\tnode requests\ttoken requests\tPodCertificateRequests\t\n")
+		fmt.Fprintf(tw, "%.0f s\t%d\t%d\t%d\t\n", rs.Seconds, rs.Requests, rs.TokenRequests, rs.PodCertificateRequests)
+	}
 	tw.Flush()
+	if rs := r.Restart; rs != nil && len(rs.ByKind) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "node requests after the restart\tcount\n")
+		for _, k := range slices.Sorted(maps.Keys(rs.ByKind)) {
+			fmt.Fprintf(tw, "%s\t%d\n", k, rs.ByKind[k])
+		}
+		tw.Flush()
+	}
 
 	if len(s.ByKindPerMinute) == 0 {
 		return

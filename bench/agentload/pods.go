@@ -26,6 +26,8 @@ const (
 	serviceAccount = "load"
 	// tokenVolume names the projected volume of pods that carry their own token lifetime.
 	tokenVolume = "bench-token"
+	// credentialBundle is the file of the pods' podCertificate source, with -pod-certificate.
+	credentialBundle = "credentials.pem"
 )
 
 // workload creates the namespaces, service accounts and pods of one run.
@@ -98,15 +100,27 @@ func (w *workload) podSpec(ns string, i int) *corev1.Pod {
 			}}}},
 		},
 	}}}}
+	if w.cfg.podCertificate != "" {
+		v := pod.Spec.Volumes[0].Projected
+		v.Sources = append(v.Sources, corev1.VolumeProjection{PodCertificate: &corev1.PodCertificateProjection{
+			SignerName: w.cfg.podCertificate, KeyType: "ECDSAP256", CredentialBundlePath: credentialBundle,
+		}})
+	}
 	return pod
 }
 
 // tokenPath is where the agent writes the token of the created pod: the token file of its first
-// projected volume with a service-account token.
+// projected volume with a service-account token, or the credential bundle of its first
+// podCertificate source (a volume is written whole, once every source is ready).
 func (w *workload) tokenPath(pod *corev1.Pod) (string, error) {
 	for _, v := range pod.Spec.Volumes {
 		if v.Projected == nil {
 			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.PodCertificate != nil {
+				return filepath.Join(w.podsDir, string(pod.UID), "volumes", v.Name, s.PodCertificate.CredentialBundlePath), nil
+			}
 		}
 		for _, s := range v.Projected.Sources {
 			if s.ServiceAccountToken != nil {

@@ -86,15 +86,18 @@ func measureWith(ctx context.Context, cfg config, srv *launch.Server, dir string
 		return runResult{}, fmt.Errorf("writing the bootstrap kubeconfig: %w", err)
 	}
 	rootDir := filepath.Join(dir, "agent")
-	agent, err := launch.Start("agent", filepath.Join(dir, "agent.log"), nil, cfg.idplane, "agent",
-		"--bootstrap-kubeconfig", bootstrap, "--node-name", cfg.nodeName, "--root-dir", rootDir,
-		"--node-ip", "127.0.0.1", "--hostname", cfg.nodeName)
+	agentArgs := []string{"agent", "--bootstrap-kubeconfig", bootstrap, "--node-name", cfg.nodeName, "--root-dir", rootDir,
+		"--node-ip", "127.0.0.1", "--hostname", cfg.nodeName}
+	agent, err := launch.Start("agent", filepath.Join(dir, "agent.log"), nil, cfg.idplane, agentArgs...)
 	if err != nil {
 		return runResult{}, err
 	}
 	res, err := drive(ctx, cfg, cs, agent, rootDir)
 	if _, stopErr := agent.Stop(); err == nil && stopErr != nil {
 		err = stopErr
+	}
+	if err == nil && cfg.restartWindow > 0 {
+		err = restartAgent(ctx, cfg, &res, filepath.Join(dir, "agent-restarted.log"), agentArgs)
 	}
 	if err != nil {
 		return runResult{}, err
@@ -189,6 +192,31 @@ func drive(ctx context.Context, cfg config, cs kubernetes.Interface, agent *laun
 	}
 	// The window's last requests reach the log a moment after their responses.
 	return res, sleepUntil(ctx, time.Now().Add(auditSettle))
+}
+
+// restartAgent starts the agent again on the same root directory, for the restart window, and
+// stops it; the caller counts what it asked of the server in that window.
+func restartAgent(ctx context.Context, cfg config, res *runResult, logPath string, args []string) error {
+	fmt.Fprintf(os.Stderr, "agentload: restarting the agent for %s\n", cfg.restartWindow)
+	res.restartFrom = time.Now()
+	agent, err := launch.Start("agent", logPath, nil, cfg.idplane, args...)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-time.After(cfg.restartWindow):
+	case <-agent.Exited():
+		return agent.Failure("the restarted agent exited")
+	case <-ctx.Done():
+		agent.Kill()
+		return ctx.Err()
+	}
+	res.restartTo = time.Now()
+	res.Restart = &restartFigures{Seconds: res.restartTo.Sub(res.restartFrom).Seconds()}
+	if _, err := agent.Stop(); err != nil {
+		return err
+	}
+	return sleepUntil(ctx, time.Now().Add(auditSettle))
 }
 
 var errAgentExited = errors.New("the agent exited")

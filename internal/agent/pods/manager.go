@@ -33,6 +33,7 @@ import (
 
 	"github.com/idplane/idplane/internal/agent/atomicwriter"
 	"github.com/idplane/idplane/internal/agent/objects"
+	"github.com/idplane/idplane/internal/agent/podcerts"
 	"github.com/idplane/idplane/internal/agent/runtimespec"
 	"github.com/idplane/idplane/internal/agent/tokens"
 	"github.com/idplane/idplane/internal/agent/volumes"
@@ -64,6 +65,7 @@ type Manager struct {
 	podsDir string
 	tokens  *tokens.Manager
 	objects *objects.Cache
+	certs   *podcerts.Manager
 
 	informer cache.SharedIndexInformer
 	lister   corelisters.PodLister
@@ -115,6 +117,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := os.MkdirAll(m.podsDir, 0o750); err != nil {
 		return fmt.Errorf("creating %s: %w", m.podsDir, err)
 	}
+	certs, err := m.startPodCertificates(ctx)
+	if err != nil {
+		return err
+	}
+	defer certs.Close()
 	m.objects = objects.New(ctx, m.c.Client, func(users []string) {
 		for _, u := range users {
 			m.queue.Add(u)
@@ -125,7 +132,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.queue.Add(key)
 		}
 	}
-	_, err := m.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err = m.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
@@ -191,6 +198,13 @@ func (m *Manager) removeOrphans(ctx context.Context) {
 	for _, p := range pods {
 		live[p.UID] = p.Namespace + "/" + p.Name
 	}
+	liveUIDs := make(map[types.UID]bool, len(live))
+	for uid := range live {
+		liveUIDs[uid] = true
+	}
+	if err := m.certs.Prune(liveUIDs); err != nil {
+		klog.FromContext(ctx).Error(err, "Removing the pod certificate state of pods that are gone")
+	}
 	for _, e := range entries {
 		uid := types.UID(e.Name())
 		if key, ok := live[uid]; ok {
@@ -247,7 +261,7 @@ func (m *Manager) sync(ctx context.Context, key string) (time.Time, error) {
 		}
 		return time.Time{}, problem
 	}
-	return m.tokens.NextRefresh(pod.UID), nil
+	return earliest(m.tokens.NextRefresh(pod.UID), m.certs.NextRefresh(pod.UID)), nil
 }
 
 // problem is why a pod's credentials are not ready.
@@ -268,7 +282,7 @@ func (p *problem) Error() string { return p.reason + ": " + p.message }
 func (m *Manager) writePod(ctx context.Context, pod *corev1.Pod) *problem {
 	podDir := filepath.Join(m.podsDir, string(pod.UID))
 	m.adoptTokens(pod, podDir)
-	src := sources{Cache: m.objects, tokens: m.tokens}
+	src := sources{Cache: m.objects, tokens: m.tokens, certs: m.certs}
 	volumeDirs := map[string]string{}
 	var first *problem
 	for i := range pod.Spec.Volumes {
@@ -443,9 +457,21 @@ func (m *Manager) setCondition(ctx context.Context, pod *corev1.Pod, p *problem)
 	}
 	want.LastTransitionTime = metav1.NewTime(m.c.Clock.Now())
 	// The UID makes the patch fail on a pod that was recreated under the same name.
+	// A strategic merge patch merges the condition into the one of its type: a reason or message
+	// left out would keep the last one (a True condition still saying why it was False), so an
+	// empty one is sent as null, which removes it.
+	orNull := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID},
-		"status":   map[string]any{"conditions": []corev1.PodCondition{want}},
+		"status": map[string]any{"conditions": []map[string]any{{
+			"type": want.Type, "status": want.Status, "lastTransitionTime": want.LastTransitionTime,
+			"reason": orNull(want.Reason), "message": orNull(want.Message),
+		}}},
 	})
 	if err != nil {
 		return fmt.Errorf("encoding the %s condition: %w", want.Type, err)
@@ -501,7 +527,7 @@ func (m *Manager) forget(key string) error {
 	delete(m.announced, uid)
 	m.mu.Unlock()
 	m.tokens.Forget(uid)
-	return m.removePodDir(uid)
+	return errors.Join(m.certs.Forget(uid), m.removePodDir(uid))
 }
 
 func (m *Manager) removePodDir(uid types.UID) error {
@@ -534,10 +560,12 @@ func usesTrustBundles(pod *corev1.Pod) bool {
 	return false
 }
 
-// sources gives the volume builder the objects from the cache and tokens from the manager.
+// sources gives the volume builder the objects from the cache, tokens from the token manager
+// and pod certificates from the certificate manager.
 type sources struct {
 	*objects.Cache
 	tokens *tokens.Manager
+	certs  *podcerts.Manager
 }
 
 func (s sources) ServiceAccountToken(ctx context.Context, pod *corev1.Pod, source *corev1.ServiceAccountTokenProjection) ([]byte, error) {

@@ -55,12 +55,13 @@ func Build(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, src Sources) 
 		return nil, errors.New("building a volume needs a pod, a volume and sources")
 	}
 	b := &builder{
-		ctx:    ctx,
-		pod:    pod,
-		src:    src,
-		owner:  podOwnership(pod),
-		files:  map[string]atomicwriter.FileProjection{},
-		origin: map[string]string{},
+		ctx:        ctx,
+		pod:        pod,
+		volumeName: v.Name,
+		src:        src,
+		owner:      podOwnership(pod),
+		files:      map[string]atomicwriter.FileProjection{},
+		origin:     map[string]string{},
 	}
 	b.volume(v)
 	if len(b.failures) > 0 {
@@ -92,10 +93,11 @@ func (e *notReadyError) Unwrap() error { return e.err }
 // builder collects the files of one volume, and every problem on the way, so that a failure
 // is not hidden behind a source that is merely missing.
 type builder struct {
-	ctx   context.Context
-	pod   *corev1.Pod
-	src   Sources
-	owner ownership
+	ctx        context.Context
+	pod        *corev1.Pod
+	volumeName string
+	src        Sources
+	owner      ownership
 
 	files    map[string]atomicwriter.FileProjection
 	origin   map[string]string // clean path → what put it there, for collisions
@@ -284,7 +286,7 @@ func (b *builder) projected(p *corev1.ProjectedVolumeSource) {
 		case s.ClusterTrustBundle != nil:
 			b.clusterTrustBundle(s.ClusterTrustBundle, mode, prefix+"clusterTrustBundle")
 		case s.PodCertificate != nil:
-			b.fail("source %d: podCertificate projections are not written by the agent", i)
+			b.podCertificate(s.PodCertificate, i, mode, prefix+"podCertificate")
 		}
 	}
 }

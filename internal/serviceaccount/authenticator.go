@@ -46,6 +46,9 @@ type AuthenticatorConfig struct {
 	APIAudiences authenticator.Audiences
 	Getter       Getter
 	Clock        clock.PassiveClock
+	// CacheSize bounds the cache of verified tokens (their claims, keyed by the token's hash);
+	// 0 disables it. Entries go with the objects the token names once WatchObjects is called.
+	CacheSize int
 }
 
 // Authenticator authenticates service-account tokens: bound tokens of the accepted issuers and
@@ -56,17 +59,22 @@ type Authenticator struct {
 	audiences authenticator.Audiences
 	getter    Getter
 	clock     clock.PassiveClock
+	cache     *tokenCache
 }
 
 // NewAuthenticator returns the authenticator for c.
 func NewAuthenticator(c AuthenticatorConfig) *Authenticator {
-	return &Authenticator{
+	a := &Authenticator{
 		issuers:   sets.New(c.Issuers...),
 		keys:      c.Keys,
 		audiences: c.APIAudiences,
 		getter:    c.Getter,
 		clock:     c.Clock,
 	}
+	if c.CacheSize > 0 {
+		a.cache = newTokenCache(c.CacheSize)
+	}
+	return a
 }
 
 var _ authenticator.Token = (*Authenticator)(nil)
@@ -81,6 +89,32 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	if len(raw) > MaxTokenLength {
 		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
 	}
+	if a.cache == nil {
+		claims, ok, err := a.parse(raw)
+		if !ok || err != nil {
+			return nil, ok, err
+		}
+		return a.authenticateVerified(ctx, raw, claims)
+	}
+	h := hashToken(raw)
+	if claims, ok := a.cache.get(h, a.clock.Now()); ok {
+		return a.authenticateVerified(ctx, raw, claims)
+	}
+	generation := a.cache.begin()
+	claims, ok, err := a.parse(raw)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	resp, ok, err := a.authenticateVerified(ctx, raw, claims)
+	if ok && err == nil {
+		a.cache.add(h, claims, generation)
+	}
+	return resp, ok, err
+}
+
+// parse verifies the signature of a token of an accepted issuer and decodes its claims; it
+// answers (nil, false, nil) for a token of another issuer.
+func (a *Authenticator) parse(raw string) (*verifiedClaims, bool, error) {
 	iss, ok := unverifiedIssuer(raw)
 	if !ok || (iss != LegacyIssuer && !a.issuers.Has(iss)) {
 		return nil, false, nil
@@ -89,19 +123,26 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	if err != nil {
 		return nil, false, fmt.Errorf("malformed service account token: %w", err)
 	}
-	var public jwt.Claims
+	v := &verifiedClaims{}
 	if iss == LegacyIssuer {
-		var legacy legacyClaims
-		if err := a.verify(tok, &public, &legacy); err != nil {
+		v.legacy = &legacyClaims{}
+		if err := a.verify(tok, &v.public, v.legacy); err != nil {
 			return nil, false, err
 		}
-		return a.authenticateLegacy(ctx, raw, &public, &legacy)
+		return v, true, nil
 	}
-	var private privateClaims
-	if err := a.verify(tok, &public, &private); err != nil {
+	if err := a.verify(tok, &v.public, &v.bound); err != nil {
 		return nil, false, err
 	}
-	return a.authenticateBound(ctx, &public, &private)
+	return v, true, nil
+}
+
+// authenticateVerified runs every check that depends on more than the token's bytes.
+func (a *Authenticator) authenticateVerified(ctx context.Context, raw string, v *verifiedClaims) (*authenticator.Response, bool, error) {
+	if v.legacy != nil {
+		return a.authenticateLegacy(ctx, raw, &v.public, v.legacy)
+	}
+	return a.authenticateBound(ctx, &v.public, &v.bound)
 }
 
 // unverifiedIssuer reads "iss" from a compact JWS (three parts) without verifying it, only to decide

@@ -21,17 +21,23 @@ const nodeCertValidity = 24 * time.Hour
 // loadCA reads the cluster CA a server wrote into its data directory.
 func loadCA(dataDir string) (*pki.CA, error) {
 	files := pki.Files{Dir: filepath.Join(dataDir, "pki")}
-	certPEM, err := os.ReadFile(files.CACert())
+	return loadCAFiles(files.CACert(), files.CAKey())
+}
+
+// loadCAFiles reads a client CA's certificate and key: the CA a server trusts for client
+// certificates, from which the tool mints the nodes' identities.
+func loadCAFiles(certFile, keyFile string) (*pki.CA, error) {
+	certPEM, err := os.ReadFile(certFile)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cluster CA: %w", err)
+		return nil, fmt.Errorf("reading the client CA: %w", err)
 	}
-	keyPEM, err := os.ReadFile(files.CAKey())
+	keyPEM, err := os.ReadFile(keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cluster CA key: %w", err)
+		return nil, fmt.Errorf("reading the client CA key: %w", err)
 	}
 	ca, err := pki.ParseCA(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the cluster CA: %w", err)
+		return nil, fmt.Errorf("parsing the client CA: %w", err)
 	}
 	return ca, nil
 }
@@ -52,25 +58,17 @@ func nodeCertificate(ca *pki.CA, node string, now time.Time) (certPEM, keyPEM []
 	return certPEM, keyPEM, nil
 }
 
-// clientSettings are what every simulated node's client shares.
-type clientSettings struct {
-	// caPEM verifies the servers.
-	caPEM []byte
-	// qps and burst are client-go's rate limit per node; the agent keeps client-go's defaults.
-	qps   float32
-	burst int
-	rec   *recorder
-}
-
-// nodeRESTConfig is a node's client configuration for the server at host: its own certificate,
-// hence its own TLS connection, and every request timed by the recorder.
-func nodeRESTConfig(host string, certPEM, keyPEM []byte, s clientSettings) *rest.Config {
-	return &rest.Config{
-		Host:            host,
-		TLSClientConfig: rest.TLSClientConfig{CAData: s.caPEM, CertData: certPEM, KeyData: keyPEM},
-		QPS:             s.qps,
-		Burst:           s.burst,
-		UserAgent:       "idplane-nodesim",
-		WrapTransport:   func(rt http.RoundTripper) http.RoundTripper { return &transport{next: rt, rec: s.rec} },
-	}
+// nodeRESTConfig is a node's client configuration: base's server and its trust (an anonymous
+// copy of the admin's), the node's own certificate, hence its own TLS connection, and every
+// request timed by the recorder. The agent sets its clients' rate limits itself.
+func nodeRESTConfig(base *rest.Config, certPEM, keyPEM []byte, rec *recorder) *rest.Config {
+	c := rest.AnonymousClientConfig(base)
+	c.CertFile, c.KeyFile = "", ""
+	c.CertData, c.KeyData = certPEM, keyPEM
+	// The admin's load settings (no rate limit, a 30 s bound on everything, watches too) are not
+	// the agent's: it sets its own rate limits and bounds.
+	c.QPS, c.Burst, c.Timeout = 0, 0, 0
+	c.UserAgent = "idplane-nodesim"
+	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &transport{next: rt, rec: rec} }
+	return c
 }

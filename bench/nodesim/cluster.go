@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/idplane/idplane/bench/internal/launch"
 	"github.com/idplane/idplane/bench/internal/loadclient"
@@ -28,11 +29,32 @@ type cluster struct {
 	dir     string
 	etcd    *etcdcluster.Cluster
 	servers []*launch.Server
-	// hosts are the servers' URLs, in server order.
-	hosts []string
+	// bases are the servers' client configurations without credentials, in server order: the
+	// nodes' clients start from them.
+	bases []*rest.Config
+	// ca mints the nodes' client certificates.
 	ca    *pki.CA
-	caPEM []byte
 	admin kubernetes.Interface
+	// foreign is a server the tool did not start: its processes are not the tool's to read, and
+	// what a level creates there is deleted at the level's end.
+	foreign bool
+}
+
+// connectCluster is a server the tool did not start: the admin kubeconfig's, with the client
+// CA that server trusts to mint node identities.
+func connectCluster(kubeconfig, caCert, caKey string) (*cluster, error) {
+	cfg, err := loadclient.RESTConfig(kubeconfig, "idplane-nodesim")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{foreign: true, bases: []*rest.Config{rest.AnonymousClientConfig(cfg)}}
+	if c.admin, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("building the admin client: %w", err)
+	}
+	if c.ca, err = loadCAFiles(caCert, caKey); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // startCluster starts replicas servers (1 on the embedded etcd, more on an etcd cluster) in
@@ -82,7 +104,7 @@ func (c *cluster) start(ctx context.Context, binary string, replicas int, timeou
 		if err != nil {
 			return err
 		}
-		c.hosts = append(c.hosts, cfg.Host)
+		c.bases = append(c.bases, rest.AnonymousClientConfig(cfg))
 		if i == 0 {
 			if c.admin, err = kubernetes.NewForConfig(cfg); err != nil {
 				return fmt.Errorf("building the admin client: %w", err)
@@ -90,11 +112,8 @@ func (c *cluster) start(ctx context.Context, binary string, replicas int, timeou
 		}
 	}
 	var err error
-	if c.ca, err = loadCA(serverDataDir(c.dir, 0)); err != nil {
-		return err
-	}
-	c.caPEM = c.ca.CertPEM
-	return nil
+	c.ca, err = loadCA(serverDataDir(c.dir, 0))
+	return err
 }
 
 // serverDataDir is server i's --data-dir: launch keeps it in data/ of the server's directory.
@@ -102,7 +121,8 @@ func serverDataDir(dir string, i int) string {
 	return filepath.Join(dir, "server-"+strconv.Itoa(i), "data")
 }
 
-// stop stops the servers, then the etcd members; it returns the servers' errors.
+// stop stops the servers, then the etcd members; it returns the servers' errors. A foreign
+// server keeps running.
 func (c *cluster) stop() error {
 	var errs []error
 	for i, s := range c.servers {

@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/idplane/idplane/bench/internal/procstat"
 )
@@ -21,11 +26,13 @@ const rssSampleEvery = 2 * time.Second
 
 // levelResult holds what one level measured.
 type levelResult struct {
-	Replicas int `json:"replicas"`
-	Nodes    int `json:"nodes"`
-	Pods     int `json:"pods"`
-	// Watches is how many watches the nodes hold open: their pods, and one per object a node's
-	// pods read.
+	// Target is "started" for servers the tool started, else the foreign server's URL.
+	Target   string `json:"target"`
+	Replicas int    `json:"replicas"`
+	Nodes    int    `json:"nodes"`
+	Pods     int    `json:"pods"`
+	// Watches is how many watches the nodes' agents held open at the end of the level (at the
+	// end of the start-up when the level did not get further).
 	Watches int          `json:"watches"`
 	Setup   setupFigures `json:"setup"`
 	// StartupSeconds runs from the first node's start to the last one's readiness; Ready counts
@@ -36,10 +43,17 @@ type levelResult struct {
 	Steady         phaseFigures  `json:"steady"`
 	Servers        []procFigures `json:"servers"`
 	// Etcd are the etcd members' processes; empty for a single server, whose etcd is inside it.
-	Etcd             []procFigures `json:"etcd,omitempty"`
-	ClientCPUPercent float64       `json:"clientCPUPercent"`
-	ClientRSSMiB     float64       `json:"clientRSSMiB"`
-	Errors           []errorCount  `json:"errors,omitempty"`
+	Etcd []procFigures `json:"etcd,omitempty"`
+	// ServerRSSPerNodeKiB and ServerRSSPerWatchKiB are the servers' RSS growth from the objects
+	// alone to the end of the window, per node and per open watch; null when the server's RSS
+	// is unknown (a foreign server whose /metrics the admin may not read).
+	ServerRSSPerNodeKiB  *float64 `json:"serverRSSPerNodeKiB"`
+	ServerRSSPerWatchKiB *float64 `json:"serverRSSPerWatchKiB"`
+	// MemoryNote says where the servers' memory was read, or why it was not.
+	MemoryNote       string       `json:"memoryNote"`
+	ClientCPUPercent float64      `json:"clientCPUPercent"`
+	ClientRSSMiB     float64      `json:"clientRSSMiB"`
+	Errors           []errorCount `json:"errors,omitempty"`
 	// SlowSeconds are the seconds of the steady window in which requests took the threshold or
 	// longer, with how many did.
 	SlowSeconds []slowSecond `json:"slowSeconds,omitempty"`
@@ -65,13 +79,14 @@ type procFigures struct {
 	// RSSMiB is read at the end of the steady window, PeakRSSMiB is the largest reading in it.
 	RSSMiB     float64 `json:"rssMiB"`
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
-	// CPUPercent is the share of one core the process used during the steady window.
-	CPUPercent float64 `json:"cpuPercent"`
+	// CPUPercent is the share of one core the process used during the steady window; null when
+	// the process is not the tool's to read (a foreign server).
+	CPUPercent *float64 `json:"cpuPercent"`
 }
 
 func runLevel(ctx context.Context, cfg config, nodes int) (levelResult, error) {
 	p := cfg.plan(nodes)
-	res := levelResult{Replicas: cfg.replicas, Nodes: nodes, Pods: p.pods()}
+	res := levelResult{Target: "started", Replicas: cfg.replicas, Nodes: nodes, Pods: p.pods()}
 	dir, err := os.MkdirTemp("", "nodesim-")
 	if err != nil {
 		return res, fmt.Errorf("creating a temporary directory: %w", err)
@@ -81,12 +96,26 @@ func runLevel(ctx context.Context, cfg config, nodes int) (levelResult, error) {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	c, err := startCluster(ctx, cfg.idplane, cfg.replicas, dir, cfg.startTimeout)
-	if err != nil {
+	scratch := filepath.Join(dir, "nodes")
+	if cfg.scratchRoot != "" {
+		scratch = filepath.Join(cfg.scratchRoot, fmt.Sprintf("level-%d", nodes))
+	} else if cfg.keepLogs {
+		defer os.RemoveAll(scratch)
+	}
+	var c *cluster
+	if cfg.kubeconfig != "" {
+		if c, err = connectCluster(cfg.kubeconfig, cfg.clientCACert, cfg.clientCAKey); err != nil {
+			return res, err
+		}
+		res.Target, res.Replicas = c.bases[0].Host, 0
+		// The names of a level outlive it on a server the tool did not start.
+		p.prefix = fmt.Sprintf("nodesim-%s", randomSuffix())
+		defer cleanUp(c.admin, p)
+	} else if c, err = startCluster(ctx, cfg.idplane, cfg.replicas, dir, cfg.startTimeout); err != nil {
 		return res, err
 	}
-	res, err = measureLevel(ctx, cfg, p, c, res)
-	if cfg.keepLogs {
+	res, err = measureLevel(ctx, cfg, p, c, scratch, res)
+	if cfg.keepLogs && !c.foreign {
 		// The data directories are what fills the disk; the logs are what tells a story.
 		for i := range c.servers {
 			defer os.RemoveAll(serverDataDir(c.dir, i))
@@ -99,25 +128,64 @@ func runLevel(ctx context.Context, cfg config, nodes int) (levelResult, error) {
 	return res, err
 }
 
-func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, res levelResult) (levelResult, error) {
+// memory reads the servers' and etcd members' RSS: from /proc for processes the tool started,
+// from the server's /metrics otherwise.
+type memory struct {
+	servers, etcd []int
+	admin         kubernetes.Interface
+	foreign       bool
+}
+
+func (m memory) read(ctx context.Context) ([]int64, error) {
+	if !m.foreign {
+		return readRSS(append(append([]int(nil), m.servers...), m.etcd...))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := scrapeRSS(ctx, m.admin)
+	if err != nil {
+		return nil, err
+	}
+	return []int64{v}, nil
+}
+
+func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, scratch string, res levelResult) (levelResult, error) {
 	var err error
 	if res.Setup, err = createObjects(ctx, c.admin, p, cfg.payload, cfg.setupTimeout); err != nil {
 		return res, err
 	}
 	fmt.Fprintf(os.Stderr, "nodesim: created %d objects in %.1f s\n", res.Setup.Objects, res.Setup.Seconds)
-	serverPIDs, etcdPIDs, err := c.processes()
-	if err != nil {
+	mem := memory{admin: c.admin, foreign: c.foreign}
+	if !c.foreign {
+		if mem.servers, mem.etcd, err = c.processes(); err != nil {
+			return res, err
+		}
+	}
+	idle, err := mem.read(ctx)
+	switch {
+	case err == nil && c.foreign:
+		res.MemoryNote = "the server's " + residentMemoryMetric + " from /metrics"
+	case err == nil:
+		res.MemoryNote = "the processes' RSS from /proc"
+	case c.foreign:
+		// A server may refuse /metrics to the admin, or not export the gauge: memory is then
+		// unknown, and the level still measures requests.
+		res.MemoryNote = fmt.Sprintf("n/a: %v", err)
+		fmt.Fprintf(os.Stderr, "nodesim: server memory n/a: %v\n", err)
+	default:
 		return res, err
 	}
-	pids := append(append([]int(nil), serverPIDs...), etcdPIDs...)
-	idle, err := readRSS(pids)
-	if err != nil {
-		return res, err
-	}
+	haveMemory := err == nil
 
 	rec := newRecorder()
 	rec.setPhase(phaseStartup)
-	sims, err := buildNodes(c, p, cfg, rec)
+	readyCtx, stopReadiness := context.WithCancel(ctx)
+	defer stopReadiness()
+	tracker, err := watchReadiness(readyCtx, c.admin, p)
+	if err != nil {
+		return res, err
+	}
+	sims, err := buildNodes(c, p, cfg, scratch, rec)
 	if err != nil {
 		return res, err
 	}
@@ -127,39 +195,29 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, res level
 		stopNodes()
 		wg.Wait()
 	}()
-	var ready atomic.Int64
-	allReady := make(chan struct{})
 	begin := time.Now()
 	for i, n := range sims {
 		startAt := begin.Add(time.Duration(int64(cfg.ramp) * int64(i) / int64(len(sims))))
 		wg.Go(func() {
-			if !pause(nodeCtx, time.Until(startAt)) {
-				return
+			if pause(nodeCtx, time.Until(startAt)) {
+				n.run(nodeCtx, rec)
 			}
-			n.run(nodeCtx, func() {
-				if ready.Add(1) == int64(len(sims)) {
-					close(allReady)
-				}
-			})
 		})
 	}
 	select {
-	case <-allReady:
+	case <-tracker.allReady:
 	case <-time.After(cfg.readyTimeout):
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
 	res.StartupSeconds = time.Since(begin).Seconds()
-	res.Ready = int(ready.Load())
+	res.Ready = tracker.readyNodes()
 	res.Startup.Seconds = res.StartupSeconds
-	res.Startup.All, res.Startup.Kinds = rec.summary(phaseStartup, time.Since(begin))
-	for _, n := range sims {
-		n.mu.Lock()
-		res.Watches += len(n.watches) + 1
-		n.mu.Unlock()
-	}
+	startupEnded := time.Since(begin)
+	res.Watches = int(rec.openWatches.Load())
 	fmt.Fprintf(os.Stderr, "nodesim: %d of %d nodes ready after %.1f s\n", res.Ready, len(sims), res.StartupSeconds)
 	if res.Ready < len(sims) {
+		res.Startup.All, res.Startup.Kinds = rec.summary(phaseStartup, startupEnded)
 		res.Errors = rec.errorsSeen()
 		res.Verdict = fmt.Sprintf("only %d of %d nodes ready within %s", res.Ready, len(sims), cfg.readyTimeout)
 		return res, nil
@@ -169,19 +227,37 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, res level
 		return res, ctx.Err()
 	}
 	rec.setPhase(phaseSteady)
-	cpu0, err := readCPU(pids)
-	if err != nil {
+	// Taken after the settle: the admin may see a pod's condition before its node has read the
+	// answer to the patch that wrote it, and the start-up's last requests are counted in it.
+	res.Startup.All, res.Startup.Kinds = rec.summary(phaseStartup, startupEnded)
+	var cpu0 []time.Duration
+	pids := append(append([]int(nil), mem.servers...), mem.etcd...)
+	if cpu0, err = readCPU(pids); err != nil {
 		return res, err
 	}
 	client0 := procstat.SelfCPU()
 	res.LoadAverage[0] = loadAverage()
 	windowBegin := time.Now()
-	peaks := make([]int64, len(pids))
-	last := make([]int64, len(pids))
+	peaks := make([]int64, len(idle))
+	last := make([]int64, len(idle))
 	tick := time.NewTicker(rssSampleEvery)
 	end := time.NewTimer(cfg.duration)
 	defer tick.Stop()
 	defer end.Stop()
+	sample := func() error {
+		if !haveMemory {
+			return nil
+		}
+		now, err := mem.read(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the servers' memory: %w", err)
+		}
+		for i, v := range now {
+			last[i] = v
+			peaks[i] = max(peaks[i], v)
+		}
+		return nil
+	}
 sampling:
 	for {
 		select {
@@ -191,15 +267,16 @@ sampling:
 		case <-ctx.Done():
 			return res, ctx.Err()
 		}
-		if err := sampleRSS(pids, last, peaks); err != nil {
+		if err := sample(); err != nil {
 			return res, err
 		}
 	}
-	if err := sampleRSS(pids, last, peaks); err != nil {
+	if err := sample(); err != nil {
 		return res, err
 	}
 	rec.setPhase(phaseDone)
 	window := time.Since(windowBegin)
+	res.Watches = int(rec.openWatches.Load())
 	res.LoadAverage[1] = loadAverage()
 	cpu1, err := readCPU(pids)
 	if err != nil {
@@ -209,14 +286,26 @@ sampling:
 	if self, err := procstat.ReadMemory(os.Getpid()); err == nil {
 		res.ClientRSSMiB = procstat.MiB(self.RSS)
 	}
-	procs := make([]procFigures, len(pids))
-	for i := range pids {
-		procs[i] = procFigures{
-			IdleRSSMiB: procstat.MiB(idle[i]), RSSMiB: procstat.MiB(last[i]), PeakRSSMiB: procstat.MiB(peaks[i]),
-			CPUPercent: 100 * (cpu1[i] - cpu0[i]).Seconds() / window.Seconds(),
+	procs := make([]procFigures, len(idle))
+	for i := range idle {
+		procs[i] = procFigures{IdleRSSMiB: procstat.MiB(idle[i]), RSSMiB: procstat.MiB(last[i]), PeakRSSMiB: procstat.MiB(peaks[i])}
+		if i < len(cpu1) {
+			procs[i].CPUPercent = ptr.To(100 * (cpu1[i] - cpu0[i]).Seconds() / window.Seconds())
 		}
 	}
-	res.Servers, res.Etcd = procs[:len(serverPIDs)], procs[len(serverPIDs):]
+	servers := max(len(mem.servers), min(len(procs), 1))
+	res.Servers, res.Etcd = procs[:servers], procs[servers:]
+	if haveMemory {
+		var growth int64
+		for i := range servers {
+			growth += last[i] - idle[i]
+		}
+		kib := float64(growth) / 1024
+		res.ServerRSSPerNodeKiB = ptr.To(kib / float64(res.Nodes))
+		if res.Watches > 0 {
+			res.ServerRSSPerWatchKiB = ptr.To(kib / float64(res.Watches))
+		}
+	}
 	res.Steady.Seconds = window.Seconds()
 	res.Steady.All, res.Steady.Kinds = rec.summary(phaseSteady, window)
 	res.Errors = rec.errorsSeen()
@@ -226,8 +315,7 @@ sampling:
 }
 
 // buildNodes issues every node its certificate and client, spread over the servers round-robin.
-func buildNodes(c *cluster, p plan, cfg config, rec *recorder) ([]*simNode, error) {
-	settings := clientSettings{caPEM: c.caPEM, qps: float32(cfg.qps), burst: cfg.burst, rec: rec}
+func buildNodes(c *cluster, p plan, cfg config, scratch string, rec *recorder) ([]*simNode, error) {
 	now := time.Now()
 	sims := make([]*simNode, p.nodes)
 	for i := range p.nodes {
@@ -236,13 +324,61 @@ func buildNodes(c *cluster, p plan, cfg config, rec *recorder) ([]*simNode, erro
 		if err != nil {
 			return nil, err
 		}
-		cs, err := kubernetes.NewForConfig(nodeRESTConfig(c.hosts[i%len(c.hosts)], certPEM, keyPEM, settings))
-		if err != nil {
-			return nil, fmt.Errorf("building the client of node %s: %w", name, err)
-		}
-		sims[i] = newSimNode(name, cs, cfg.nodeConfig(), rec)
+		sims[i] = newSimNode(i, name, c.bases[i%len(c.bases)], certPEM, keyPEM, scratch, cfg, rec)
 	}
 	return sims, nil
+}
+
+// cleanUp deletes, from a server the tool did not start, what a level created: its namespaces
+// (and with them its pods and objects), its Nodes and their Leases. Failures are reported, not
+// fatal: the level's figures are already taken.
+func cleanUp(admin kubernetes.Interface, p plan) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var failed int
+	// The agents are gone, so nothing would confirm a graceful deletion of their pods and the
+	// namespaces would stay Terminating: the pods go at once.
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	for i := range p.namespaces {
+		if err := admin.CoreV1().Pods(p.namespace(i)).DeleteCollection(ctx, now, metav1.ListOptions{LabelSelector: podLabel + "=" + podLabelValue}); err != nil && !apierrors.IsNotFound(err) {
+			failed++
+		}
+		if err := admin.CoreV1().Namespaces().Delete(ctx, p.namespace(i), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			failed++
+		}
+	}
+	for i := range p.nodes {
+		if err := admin.CoreV1().Nodes().Delete(ctx, p.nodeName(i), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			failed++
+		}
+		if err := admin.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, p.nodeName(i), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "nodesim: %d deletions of the level's namespaces, Nodes and Leases (prefix %s) failed\n", failed, p.prefix)
+	}
+}
+
+func randomSuffix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// pause waits d; false when ctx ended first.
+func pause(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // verdict says whether a steady window passes: no errors, and the p99 of every kind of request
@@ -277,18 +413,6 @@ func readRSS(pids []int) ([]int64, error) {
 		out[i] = m.RSS
 	}
 	return out, nil
-}
-
-func sampleRSS(pids []int, last, peaks []int64) error {
-	now, err := readRSS(pids)
-	if err != nil {
-		return err
-	}
-	for i, v := range now {
-		last[i] = v
-		peaks[i] = max(peaks[i], v)
-	}
-	return nil
 }
 
 func readCPU(pids []int) ([]time.Duration, error) {

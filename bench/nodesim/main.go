@@ -1,13 +1,13 @@
-// Command nodesim measures how many nodes and pods idplane sustains: for each level it starts a
-// fresh API (one server, or three replicas on a three-member etcd cluster), creates the level's
-// pods as the admin, then runs that many simulated node agents against it. Each simulated node
-// authenticates with its own client certificate and makes the requests the idplane agent makes:
-// it registers its Node, renews its Lease, checks its status, watches its pods and, one watch per
-// object, the secrets and configmaps they mount, requests their service-account tokens and
-// refreshes them, and reports their CredentialsReady condition. Once every node is ready it
-// measures a steady window: request latency by kind at the client, requests per second, errors,
-// and the memory and CPU of every server process. A level passes when the p99 latency of every
-// kind of request stays under the threshold without errors.
+// Command nodesim measures how many nodes and pods a server sustains: for each level it starts a
+// fresh idplane (one server, or three replicas on a three-member etcd cluster) or loads a running
+// server given its admin kubeconfig and client CA, creates the level's pods as the admin, then
+// runs that many nodes against it. Each node is idplane's own agent (agent.RunNode: node status
+// and Lease, pods, objects, tokens, volumes, runtime specs) with a client certificate the tool
+// minted and its files under a scratch root, so a change to the agent changes the simulation.
+// Once every node has written its pods' volumes it measures a steady window: open watches,
+// request rate and client-side latency by kind, errors, and the servers' memory (per node and per
+// watch) and CPU. A level passes when the p99 latency of every kind of request stays under the
+// threshold without errors.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -44,17 +44,20 @@ type config struct {
 	readyTimeout    time.Duration
 	setupTimeout    time.Duration
 	startTimeout    time.Duration
-	requestTimeout  time.Duration
-	getInterval     time.Duration
 	leaseDuration   time.Duration
 	statusReport    time.Duration
-	spread          bool
-	qps             float64
-	burst           int
 	threshold       time.Duration
 	keepGoing       bool
 	keepLogs        bool
 	jsonFile        string
+	// kubeconfig, with the client CA's certificate and key, names a server the tool did not
+	// start; idplane and replicas are then unused.
+	kubeconfig   string
+	clientCACert string
+	clientCAKey  string
+	// scratchRoot, when set, keeps the nodes' files under it instead of a removed temporary
+	// directory.
+	scratchRoot string
 }
 
 func main() {
@@ -64,15 +67,19 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config) error {
-	// client-go logs the simulated nodes' own rate limiting and every ended watch; the figures
-	// and the error list say what matters.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	// The agents and client-go log every retry, ended watch and, when a level stops its nodes,
+	// every cancelled renewal; the figures and the error list say what matters. A discarding
+	// logger silences errors too, which klog's own output would still copy to stderr.
+	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
 
 	var results []levelResult
 	failed := false
 	for _, nodes := range cfg.levels {
-		fmt.Fprintf(os.Stderr, "nodesim: %d replica(s), %d nodes, %d pods\n", cfg.replicas, nodes, nodes*cfg.podsPerNode)
+		target := fmt.Sprintf("%d replica(s)", cfg.replicas)
+		if cfg.kubeconfig != "" {
+			target = "the server of " + cfg.kubeconfig
+		}
+		fmt.Fprintf(os.Stderr, "nodesim: %s, %d nodes, %d pods\n", target, nodes, nodes*cfg.podsPerNode)
 		r, err := runLevel(ctx, cfg, nodes)
 		if err != nil {
 			return fmt.Errorf("level of %d nodes: %w", nodes, err)
@@ -102,9 +109,12 @@ func run(ctx context.Context, cfg config) error {
 func parseFlags(args []string) (config, error) {
 	var cfg config
 	var levels string
-	var qps float64
 	fs := flag.NewFlagSet("nodesim", flag.ContinueOnError)
-	fs.StringVar(&cfg.idplane, "idplane", "", "idplane binary to launch (required); every level gets fresh servers and data")
+	fs.StringVar(&cfg.idplane, "idplane", "", "idplane binary to launch (required without -kubeconfig); every level gets fresh servers and data")
+	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "admin kubeconfig of a running server (loopback only) to load instead of starting idplane; needs -client-ca-cert and -client-ca-key")
+	fs.StringVar(&cfg.clientCACert, "client-ca-cert", "", "with -kubeconfig: the certificate of a CA the server trusts for client certificates; the tool mints the nodes' identities (CN=system:node:<name>, O=system:nodes) from it")
+	fs.StringVar(&cfg.clientCAKey, "client-ca-key", "", "with -kubeconfig: that CA's private key")
+	fs.StringVar(&cfg.scratchRoot, "scratch-root", "", "keep the nodes' files (pods' volumes and runtime specs) under this directory, level-<nodes>/<node>/; empty: a temporary directory removed after each level")
 	fs.IntVar(&cfg.replicas, "replicas", 1, "1: one server on its embedded etcd; 3: three replicas on a three-member etcd cluster")
 	fs.StringVar(&levels, "nodes", "50,100,200", "comma-separated numbers of simulated nodes, one level each")
 	fs.IntVar(&cfg.podsPerNode, "pods-per-node", 10, "pods bound to every node")
@@ -119,13 +129,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", 5*time.Minute, "a level fails when its nodes are not all ready by then")
 	fs.DurationVar(&cfg.setupTimeout, "setup-timeout", 10*time.Minute, "bound of creating a level's objects")
 	fs.DurationVar(&cfg.startTimeout, "start-timeout", 2*time.Minute, "bound of starting the servers (and etcd members)")
-	fs.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "bound of every request of a simulated node but watches")
-	fs.DurationVar(&cfg.getInterval, "get-interval", 30*time.Second, "every node GETs one of its secrets this often besides watching it; 0 never")
 	fs.DurationVar(&cfg.leaseDuration, "lease-duration", 40*time.Second, "node Lease duration; renewed every quarter of it (the agent's default)")
-	fs.DurationVar(&cfg.statusReport, "status-report", 5*time.Minute, "a node's status is written this often when unchanged (the agent reads nothing in between)")
-	fs.BoolVar(&cfg.spread, "spread", true, "start every periodic task at a random point of its period, as in a cluster that has been running; false makes every refresh fall due a whole period after start")
-	fs.Float64Var(&qps, "node-qps", 100, "client-go rate limit of every node (the agent's pods client: 100)")
-	fs.IntVar(&cfg.burst, "node-burst", 200, "client-go burst of every node (the agent's pods client: 200)")
+	fs.DurationVar(&cfg.statusReport, "status-report", 5*time.Minute, "the agent's status report frequency: a node's status is written this often when unchanged (the agent's default)")
 	fs.DurationVar(&cfg.threshold, "p99", 100*time.Millisecond, "a level passes when the p99 of every kind of request stays under this")
 	fs.BoolVar(&cfg.keepGoing, "keep-going", false, "run the remaining levels after one fails")
 	fs.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep every level's server and etcd logs in its temporary directory (the data is removed)")
@@ -133,13 +138,21 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	cfg.qps = qps
 	var errs []error
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
-	if cfg.idplane == "" {
-		errs = append(errs, errors.New("-idplane is required"))
+	switch {
+	case cfg.kubeconfig == "" && cfg.idplane == "":
+		errs = append(errs, errors.New("-idplane is required, or -kubeconfig for a running server"))
+	case cfg.kubeconfig != "" && cfg.idplane != "":
+		errs = append(errs, errors.New("-idplane and -kubeconfig exclude each other: start a server, or load a running one"))
+	case cfg.kubeconfig != "" && (cfg.clientCACert == "" || cfg.clientCAKey == ""):
+		errs = append(errs, errors.New("-kubeconfig needs -client-ca-cert and -client-ca-key to mint the nodes' identities"))
+	case cfg.kubeconfig == "" && (cfg.clientCACert != "" || cfg.clientCAKey != ""):
+		errs = append(errs, errors.New("-client-ca-cert and -client-ca-key go with -kubeconfig; a started server's CA is read from its data"))
+	case cfg.kubeconfig != "" && cfg.replicas != 1:
+		errs = append(errs, errors.New("-replicas applies to servers the tool starts, not with -kubeconfig"))
 	}
 	if cfg.replicas != 1 && cfg.replicas != 3 {
 		errs = append(errs, fmt.Errorf("-replicas %d: only 1 or 3", cfg.replicas))
@@ -148,7 +161,7 @@ func parseFlags(args []string) (config, error) {
 	if cfg.levels, err = loadphase.ParseLevels(levels); err != nil {
 		errs = append(errs, fmt.Errorf("-nodes: %w", err))
 	}
-	for name, v := range map[string]int{"-pods-per-node": cfg.podsPerNode, "-namespaces": cfg.namespaces, "-service-accounts": cfg.serviceAccounts, "-node-burst": cfg.burst} {
+	for name, v := range map[string]int{"-pods-per-node": cfg.podsPerNode, "-namespaces": cfg.namespaces, "-service-accounts": cfg.serviceAccounts} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("%s must be at least 1", name))
 		}
@@ -161,20 +174,17 @@ func parseFlags(args []string) (config, error) {
 	}
 	for name, d := range map[string]time.Duration{
 		"-duration": cfg.duration, "-ready-timeout": cfg.readyTimeout, "-setup-timeout": cfg.setupTimeout,
-		"-start-timeout": cfg.startTimeout, "-request-timeout": cfg.requestTimeout, "-status-report": cfg.statusReport, "-p99": cfg.threshold,
+		"-start-timeout": cfg.startTimeout, "-status-report": cfg.statusReport, "-p99": cfg.threshold,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
 		}
 	}
-	if cfg.ramp < 0 || cfg.settle < 0 || cfg.getInterval < 0 {
-		errs = append(errs, errors.New("-ramp, -settle and -get-interval must not be negative"))
+	if cfg.ramp < 0 || cfg.settle < 0 {
+		errs = append(errs, errors.New("-ramp and -settle must not be negative"))
 	}
 	if cfg.leaseDuration < 4*time.Second {
 		errs = append(errs, fmt.Errorf("-lease-duration %s: at least 4s, renewed every quarter", cfg.leaseDuration))
-	}
-	if cfg.qps <= 0 {
-		errs = append(errs, errors.New("-node-qps must be positive"))
 	}
 	return cfg, errors.Join(errs...)
 }
@@ -186,13 +196,6 @@ func (c config) plan(nodes int) plan {
 	}
 }
 
-func (c config) nodeConfig() nodeConfig {
-	return nodeConfig{
-		leaseDuration: c.leaseDuration, statusReport: c.statusReport,
-		getInterval: c.getInterval, spread: c.spread, requestTimeout: c.requestTimeout,
-	}
-}
-
 // describe is the configuration as the JSON report records it.
 func describe(c config) map[string]string {
 	return map[string]string{
@@ -200,9 +203,8 @@ func describe(c config) map[string]string {
 		"namespaces": fmt.Sprint(c.namespaces), "serviceAccounts": fmt.Sprint(c.serviceAccounts),
 		"sharedObjects": fmt.Sprint(c.sharedObjects), "payloadBytes": fmt.Sprint(c.payload),
 		"tokenExpiration": fmt.Sprint(c.tokenExpiration), "duration": c.duration.String(), "ramp": c.ramp.String(),
-		"getInterval": c.getInterval.String(), "leaseDuration": c.leaseDuration.String(),
-		"statusReport": c.statusReport.String(), "spread": fmt.Sprint(c.spread),
-		"nodeQPS": fmt.Sprint(c.qps), "nodeBurst": fmt.Sprint(c.burst), "p99Threshold": c.threshold.String(),
+		"leaseDuration": c.leaseDuration.String(), "statusReport": c.statusReport.String(),
+		"kubeconfig": c.kubeconfig, "p99Threshold": c.threshold.String(),
 		"levels": strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.levels)), ","), "[]"),
 	}
 }

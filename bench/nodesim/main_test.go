@@ -30,8 +30,8 @@ func TestParseFlags(t *testing.T) {
 			if c.replicas != 1 || !slices.Equal(c.levels, []int{50, 100, 200}) || c.podsPerNode != 10 {
 				t.Errorf("replicas %d, levels %v, pods per node %d", c.replicas, c.levels, c.podsPerNode)
 			}
-			if c.threshold != 100*time.Millisecond || c.qps != 100 || c.burst != 200 || c.leaseDuration != 40*time.Second {
-				t.Errorf("threshold %s, qps %v, burst %d, lease %s", c.threshold, c.qps, c.burst, c.leaseDuration)
+			if c.threshold != 100*time.Millisecond || c.leaseDuration != 40*time.Second || c.statusReport != 5*time.Minute {
+				t.Errorf("threshold %s, lease %s, status report %s", c.threshold, c.leaseDuration, c.statusReport)
 			}
 		}},
 		{name: "levels and replicas", args: []string{"-idplane", "x", "-replicas", "3", "-nodes", "50, 400", "-pods-per-node", "30"}, check: func(t *testing.T, c config) {
@@ -40,7 +40,16 @@ func TestParseFlags(t *testing.T) {
 			}
 		}},
 		{name: "no extra token", args: []string{"-idplane", "x", "-token-expiration", "0"}},
-		{name: "binary required", args: nil, wantErr: "-idplane is required"},
+		{name: "binary required", args: nil, wantErr: "-idplane is required, or -kubeconfig"},
+		{name: "foreign server", args: []string{"-kubeconfig", "k", "-client-ca-cert", "c", "-client-ca-key", "k"}, check: func(t *testing.T, c config) {
+			if c.kubeconfig != "k" || c.clientCACert != "c" || c.clientCAKey != "k" || c.idplane != "" {
+				t.Errorf("kubeconfig %q, client CA %q %q, idplane %q", c.kubeconfig, c.clientCACert, c.clientCAKey, c.idplane)
+			}
+		}},
+		{name: "foreign server without its CA", args: []string{"-kubeconfig", "k", "-client-ca-cert", "c"}, wantErr: "needs -client-ca-cert and -client-ca-key"},
+		{name: "start and load at once", args: []string{"-idplane", "x", "-kubeconfig", "k", "-client-ca-cert", "c", "-client-ca-key", "k"}, wantErr: "exclude each other"},
+		{name: "client CA without a foreign server", args: []string{"-idplane", "x", "-client-ca-key", "k"}, wantErr: "go with -kubeconfig"},
+		{name: "replicas of a foreign server", args: []string{"-kubeconfig", "k", "-client-ca-cert", "c", "-client-ca-key", "k", "-replicas", "3"}, wantErr: "not with -kubeconfig"},
 		{name: "two replicas", args: []string{"-idplane", "x", "-replicas", "2"}, wantErr: "only 1 or 3"},
 		{name: "bad level", args: []string{"-idplane", "x", "-nodes", "10,zero"}, wantErr: `"zero" is not a positive number`},
 		{name: "token shorter than the API allows", args: []string{"-idplane", "x", "-token-expiration", "300"}, wantErr: "600 s to 2^32 s"},
@@ -174,13 +183,13 @@ func TestPodObjectsAndTokens(t *testing.T) {
 	if got := objects.PodRefs(pod); !slices.Equal(got, wantObjects) {
 		t.Errorf("objects.PodRefs = %v, want %v", got, wantObjects)
 	}
-	tokens := podTokens(pod)
-	if len(tokens) != 2 || *tokens[0].ExpirationSeconds != 600 || tokens[0].Audience != tokenAudience || *tokens[1].ExpirationSeconds != 3607 || tokens[1].Audience != "" {
-		t.Errorf("podTokens = %+v, want the 600 s %s token and the 3607 s API token", tokens, tokenAudience)
+	identity := pod.Spec.Volumes[2].Projected.Sources[0].ServiceAccountToken
+	if identity == nil || identity.Audience != tokenAudience || *identity.ExpirationSeconds != 600 {
+		t.Errorf("identity volume = %+v, want the 600 s %s token", pod.Spec.Volumes[2], tokenAudience)
 	}
 	p.tokenExpiration = 0
-	if got := podTokens(p.podObject(pp)); len(got) != 0 {
-		t.Errorf("without -token-expiration the pod has tokens %+v", got)
+	if got := p.podObject(pp).Spec.Volumes; len(got) != 2 {
+		t.Errorf("without -token-expiration the pod has volumes %+v", got)
 	}
 }
 
@@ -215,24 +224,27 @@ func TestNodeCertificate(t *testing.T) {
 	}
 }
 
-func TestRefreshAge(t *testing.T) {
-	issued := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+func TestParseRSS(t *testing.T) {
 	tests := []struct {
-		name    string
-		expires time.Time
-		want    time.Duration
-		wantErr bool
+		name, body string
+		want       int64
+		wantErr    string
 	}{
-		{name: "600 s token at 480 s", expires: issued.Add(600 * time.Second), want: 480 * time.Second},
-		{name: "hour token at 48 min", expires: issued.Add(time.Hour), want: 48 * time.Minute},
-		{name: "extended year-long token after a day", expires: issued.Add(365 * 24 * time.Hour), want: 24 * time.Hour},
-		{name: "already expired", expires: issued, wantErr: true},
+		{name: "gauge among others", body: "# HELP process_resident_memory_bytes Resident memory size in bytes.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes_max 1\nprocess_resident_memory_bytes 1.48135936e+08\ngo_goroutines 12\n", want: 148135936},
+		{name: "absent", body: "go_goroutines 12\n", wantErr: "has no process_resident_memory_bytes"},
+		{name: "garbled", body: "process_resident_memory_bytes lots\n", wantErr: "parsing process_resident_memory_bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := refreshAge(issued, tt.expires)
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("refreshAge = %v, %v; want %v, error %t", got, err, tt.want, tt.wantErr)
+			got, err := parseRSS([]byte(tt.body))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseRSS error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("parseRSS = %d, %v; want %d", got, err, tt.want)
 			}
 		})
 	}
@@ -269,7 +281,7 @@ func TestTransportRecords(t *testing.T) {
 	ctx := context.Background()
 	do(ctx, "GET", "/api/v1/namespaces/a/secrets/s")
 	do(ctx, "GET", "/api/v1/namespaces/a/secrets/missing")
-	do(expectStatus(ctx, http.StatusNotFound), "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/missing")
+	do(ctx, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/missing")
 	do(ctx, "GET", "/api/v1/namespaces/a/secrets?watch=true")
 	rec.setPhase(phaseDone)
 	do(ctx, "GET", "/api/v1/nodes/n")
@@ -339,5 +351,22 @@ func TestSlowSeconds(t *testing.T) {
 	}
 	if got := rec.slow(phaseSteady, begin, 5*time.Second); len(got) != 0 {
 		t.Errorf("slow above 5 s = %+v, want none", got)
+	}
+}
+
+// Readiness counts only the level's own nodes: on a foreign server other levels' names remain.
+func TestPlanOwnsNode(t *testing.T) {
+	p := plan{prefix: "nodesim-abc123", nodes: 3}
+	for node, want := range map[string]bool{
+		"nodesim-abc123-00000": true, "nodesim-abc123-00002": true,
+		"nodesim-abc123-00003": false, "nodesim-00000": false, "nodesim-ffffff-00001": false,
+		"nodesim-abc123-1": false, "": false,
+	} {
+		if got := p.ownsNode(node); got != want {
+			t.Errorf("ownsNode(%q) = %t, want %t", node, got, want)
+		}
+	}
+	if got := (plan{nodes: 1}).nodeName(0); got != "nodesim-00000" {
+		t.Errorf("default node name %q, want nodesim-00000", got)
 	}
 }

@@ -12,10 +12,16 @@ import (
 // besides kube-api-access, standing for a workload-identity token.
 const tokenAudience = "nodesim"
 
+// podLabel marks the pods the tool creates.
+const podLabel, podLabelValue = "app", "nodesim"
+
 // plan lays out one level's objects: which pods run on which node, in which namespace, as which
 // service account, reading which secret and configmap. It is pure arithmetic, so the setup and
 // the nodes agree without sharing state.
 type plan struct {
+	// prefix starts the names of the nodes and namespaces: "nodesim" on a server the tool
+	// started, and a fresh one per level on a server it did not, whose names outlive the level.
+	prefix             string
 	nodes, podsPerNode int
 	namespaces         int
 	serviceAccounts    int
@@ -32,9 +38,23 @@ type podPlan struct {
 
 func (p plan) pods() int { return p.nodes * p.podsPerNode }
 
-func (p plan) nodeName(i int) string { return fmt.Sprintf("nodesim-%05d", i) }
+func (p plan) nodeName(i int) string { return fmt.Sprintf("%s-%05d", p.namePrefix(), i) }
 
-func (p plan) namespace(i int) string { return fmt.Sprintf("nodesim-%03d", i) }
+func (p plan) namespace(i int) string { return fmt.Sprintf("%s-%03d", p.namePrefix(), i) }
+
+// ownsNode says whether node is one of this plan's nodes.
+func (p plan) ownsNode(node string) bool {
+	var i int
+	n, err := fmt.Sscanf(node, p.namePrefix()+"-%05d", &i)
+	return err == nil && n == 1 && i >= 0 && i < p.nodes && p.nodeName(i) == node
+}
+
+func (p plan) namePrefix() string {
+	if p.prefix == "" {
+		return "nodesim"
+	}
+	return p.prefix
+}
 
 func (p plan) serviceAccount(i int) string { return fmt.Sprintf("sa-%03d", i) }
 
@@ -104,7 +124,7 @@ func (p plan) podObject(pp podPlan) *corev1.Pod {
 		}}})
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: pp.Name, Namespace: pp.Namespace, Labels: map[string]string{"app": "nodesim"}},
+		ObjectMeta: metav1.ObjectMeta{Name: pp.Name, Namespace: pp.Namespace, Labels: map[string]string{podLabel: podLabelValue}},
 		Spec: corev1.PodSpec{
 			NodeName:           pp.Node,
 			ServiceAccountName: pp.ServiceAccount,

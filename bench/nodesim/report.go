@@ -15,11 +15,11 @@ type report struct {
 }
 
 // summaryKinds are the request kinds the summary table shows one by one.
-var summaryKinds = []string{"lease update", "node status", "token request", "secret get"}
+var summaryKinds = []string{"lease update", "node status", "token request", "pod status"}
 
 func printLevel(w io.Writer, r levelResult) {
-	fmt.Fprintf(w, "== %d replica(s), %d nodes, %d pods, %d watches: setup %d objects in %.1f s, %d/%d nodes ready after %.1f s\n",
-		r.Replicas, r.Nodes, r.Pods, r.Watches, r.Setup.Objects, r.Setup.Seconds, r.Ready, r.Nodes, r.StartupSeconds)
+	fmt.Fprintf(w, "== %s, %d nodes, %d pods, %d open watches: setup %d objects in %.1f s, %d/%d nodes ready after %.1f s\n",
+		targetName(r), r.Nodes, r.Pods, r.Watches, r.Setup.Objects, r.Setup.Seconds, r.Ready, r.Nodes, r.StartupSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "phase\tkind\trequests\terrors\treq/s\tp50 ms\tp99 ms\tmax ms\t\n")
 	for _, ph := range []struct {
@@ -42,14 +42,15 @@ func printLevel(w io.Writer, r levelResult) {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "process\tidle RSS MiB (objects only)\tRSS MiB (end)\tpeak RSS MiB\tCPU %% of a core\t\n")
 		for i, p := range r.Servers {
-			fmt.Fprintf(tw, "server %d\t%.0f\t%.0f\t%.0f\t%.0f\t\n", i, p.IdleRSSMiB, p.RSSMiB, p.PeakRSSMiB, p.CPUPercent)
+			fmt.Fprintf(tw, "server %d\t%.0f\t%.0f\t%.0f\t%s\t\n", i, p.IdleRSSMiB, p.RSSMiB, p.PeakRSSMiB, figure(p.CPUPercent))
 		}
 		for i, p := range r.Etcd {
-			fmt.Fprintf(tw, "etcd %d\t%.0f\t%.0f\t%.0f\t%.0f\t\n", i, p.IdleRSSMiB, p.RSSMiB, p.PeakRSSMiB, p.CPUPercent)
+			fmt.Fprintf(tw, "etcd %d\t%.0f\t%.0f\t%.0f\t%s\t\n", i, p.IdleRSSMiB, p.RSSMiB, p.PeakRSSMiB, figure(p.CPUPercent))
 		}
 		fmt.Fprintf(tw, "nodesim (client)\t\t%.0f\t\t%.0f\t\n", r.ClientRSSMiB, r.ClientCPUPercent)
 		tw.Flush()
 	}
+	fmt.Fprintf(w, "server memory (%s): %s KiB per node, %s KiB per open watch\n", r.MemoryNote, figure(r.ServerRSSPerNodeKiB), figure(r.ServerRSSPerWatchKiB))
 	fmt.Fprintf(w, "machine load average (1 min): %.2f at the start of the window, %.2f at its end\n", r.LoadAverage[0], r.LoadAverage[1])
 	for _, s := range r.SlowSeconds {
 		fmt.Fprintf(w, "slow requests in second %d of the window: %d %v\n", s.Second, s.Requests, s.Kinds)
@@ -69,14 +70,14 @@ func printLevel(w io.Writer, r levelResult) {
 
 func printSummary(w io.Writer, results []levelResult, threshold time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := []string{"replicas", "nodes", "pods", "watches", "req/s", "p50 ms", "p99 ms"}
+	header := []string{"target", "nodes", "pods", "watches", "req/s", "p50 ms", "p99 ms"}
 	for _, k := range summaryKinds {
 		header = append(header, k+" p50/p99")
 	}
-	header = append(header, "server RSS MiB", "etcd RSS MiB", "server CPU %", "client CPU %", fmt.Sprintf("p99 < %s", threshold))
+	header = append(header, "server RSS MiB", "KiB/node", "KiB/watch", "etcd RSS MiB", "server CPU %", "client CPU %", fmt.Sprintf("p99 < %s", threshold))
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	for _, r := range results {
-		row := []string{fmt.Sprint(r.Replicas), fmt.Sprint(r.Nodes), fmt.Sprint(r.Pods), fmt.Sprint(r.Watches),
+		row := []string{targetName(r), fmt.Sprint(r.Nodes), fmt.Sprint(r.Pods), fmt.Sprint(r.Watches),
 			fmt.Sprintf("%.0f", r.Steady.All.RPS), fmt.Sprintf("%.1f", r.Steady.All.P50Ms), fmt.Sprintf("%.1f", r.Steady.All.P99Ms)}
 		for _, name := range summaryKinds {
 			cell := "-"
@@ -87,9 +88,10 @@ func printSummary(w io.Writer, results []levelResult, threshold time.Duration) {
 			}
 			row = append(row, cell)
 		}
-		row = append(row, joinFigures(r.Servers, func(p procFigures) float64 { return p.RSSMiB }),
-			joinFigures(r.Etcd, func(p procFigures) float64 { return p.RSSMiB }),
-			joinFigures(r.Servers, func(p procFigures) float64 { return p.CPUPercent }),
+		row = append(row, joinFigures(r.Servers, func(p procFigures) *float64 { return &p.RSSMiB }),
+			figure(r.ServerRSSPerNodeKiB), figure(r.ServerRSSPerWatchKiB),
+			joinFigures(r.Etcd, func(p procFigures) *float64 { return &p.RSSMiB }),
+			joinFigures(r.Servers, func(p procFigures) *float64 { return p.CPUPercent }),
 			fmt.Sprintf("%.0f", r.ClientCPUPercent))
 		verdict := "no"
 		if r.Pass {
@@ -102,13 +104,29 @@ func printSummary(w io.Writer, results []levelResult, threshold time.Duration) {
 }
 
 // joinFigures shows one figure per process, slash-separated; "-" for none.
-func joinFigures(procs []procFigures, f func(procFigures) float64) string {
+func joinFigures(procs []procFigures, f func(procFigures) *float64) string {
 	if len(procs) == 0 {
 		return "-"
 	}
 	parts := make([]string, len(procs))
 	for i, p := range procs {
-		parts[i] = fmt.Sprintf("%.0f", f(p))
+		parts[i] = figure(f(p))
 	}
 	return strings.Join(parts, "/")
+}
+
+// figure shows a figure the tool may not know: "n/a" when it does not.
+func figure(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", *v)
+}
+
+// targetName is how the output names a level's server(s).
+func targetName(r levelResult) string {
+	if r.Target == "started" {
+		return fmt.Sprintf("%d replica(s)", r.Replicas)
+	}
+	return r.Target
 }

@@ -50,7 +50,9 @@ func agentCommand() *cobra.Command {
 	fs.StringVar(&c.BootstrapKubeconfig, "bootstrap-kubeconfig", c.BootstrapKubeconfig, "Kubeconfig with a bootstrap token (idplane token create), used until <root-dir>/kubeconfig holds a valid certificate.")
 	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "Name of this node.")
 	fs.StringVar(&c.Hostname, "hostname", c.Hostname, "Host name published on the Node and in the serving certificate.")
-	fs.IPSliceVar(&ips, "node-ip", nil, "IP addresses of this node (default: the host's global unicast addresses, else 127.0.0.1).")
+	fs.IPSliceVar(&ips, "node-ip", nil, "IP addresses of this node, comma-separated or repeated (default: the host's global unicast addresses, else 127.0.0.1).")
+	// pflag does not know an empty IP list is the zero value and would add "(default [])".
+	fs.Lookup("node-ip").DefValue = ""
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "Directory for the node's kubeconfig, keys (pki/) and pod files (pods/).")
 	fs.StringVar(&c.PodManifestPath, "pod-manifest-path", c.PodManifestPath, "Directory of static pod manifests to mirror to the API.")
 	return cmd

@@ -2,38 +2,54 @@
 // with its controllers; `idplane agent` runs the node side; `idplane token create` makes a
 // bootstrap token and prints the kubeconfig a node agent joins with; `idplane gmsa credspec`
 // writes a GMSACredentialSpec for a Windows gMSA; `idplane gmsa-webhook` serves the GMSA admission
-// webhooks for another Kubernetes cluster.
+// webhooks for another Kubernetes cluster; `idplane kms-plugin` serves a KMS v2 plugin with local
+// keys; `idplane snapshot` saves and restores the store and its keys; `idplane version` prints the
+// version.
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/klog/v2"
+	"k8s.io/component-base/cli"
+	"k8s.io/component-base/logs"
 
 	"github.com/idplane/idplane/internal/apiserver"
 	"github.com/idplane/idplane/internal/version"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "idplane",
-		Short:         "Identity and access control plane for nodes and workloads, speaking the Kubernetes API",
-		Version:       version.String(),
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	root.PersistentFlags().AddGoFlagSet(klogFlags)
-	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand(), snapshotCommand())
-	if err := root.Execute(); err != nil {
+	if err := run(newRootCommand()); err != nil {
 		fmt.Fprintln(os.Stderr, "idplane:", err)
 		os.Exit(1)
 	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "idplane",
+		Short: "Identity and access control plane for nodes and workloads, speaking the Kubernetes API",
+		// Errors are one line; --help shows the usage.
+		SilenceUsage: true,
+	}
+	root.AddCommand(serverCommand(), agentCommand(), tokenCommand(), gmsaCommand(), gmsaWebhookCommand(), snapshotCommand(), kmsPluginCommand(), versionCommand())
+	addVersionFlag(root)
+	// The supported logging flags (-v, --vmodule, --log-flush-frequency) on every command.
+	logs.AddFlags(root.PersistentFlags())
+	setSectionedHelp(root)
+	return root
+}
+
+// run executes root with component-base's runner, as Kubernetes components do: klog set up
+// before the command runs and flushed after.
+func run(root *cobra.Command) error {
+	if err := cli.RunNoErrOutput(root); err != nil && !errors.Is(err, errVersionPrinted) {
+		return err
+	}
+	return nil
 }
 
 func serverCommand() *cobra.Command {
@@ -53,8 +69,13 @@ func serverCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "idplane %s serving on %s\nadmin kubeconfig: %s\ntry: kubectl --kubeconfig %s get namespaces\n",
-				version.String(), srv.URL, srv.AdminKubeconfig, srv.AdminKubeconfig)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "idplane %s serving on %s\nadmin kubeconfig: %s\n", version.String(), srv.URL, srv.AdminKubeconfig)
+			// The hint comes once /readyz is green: before, the namespaces and the default
+			// policy may be half made. A server that stops first says why in Wait's error.
+			if srv.WaitReady(ctx) == nil {
+				fmt.Fprintf(out, "ready; try: kubectl --kubeconfig %s get namespaces\n", srv.AdminKubeconfig)
+			}
 			return srv.Wait()
 		},
 	}

@@ -79,9 +79,43 @@ func Run(ctx context.Context, c Config) error {
 		return fmt.Errorf("getting the node's credentials: %w", err)
 	}
 	defer id.Stop()
+	logger.Info("Node credentials ready", "node", c.NodeName)
+	return RunNode(ctx, Node{
+		RESTConfig: id.RESTConfig(), NodeName: c.NodeName, RootDir: c.RootDir, Hostname: c.Hostname,
+		Addresses: c.Addresses, PodManifestPath: c.PodManifestPath,
+	})
+}
+
+// Node is a node whose identity is settled: its client configuration and where its files go.
+// Run builds one from the credentials it obtains; bench/nodesim builds one per simulated node,
+// with a certificate it minted and a scratch root, and so runs this same code.
+type Node struct {
+	// RESTConfig authenticates as the node; it is copied, never changed.
+	RESTConfig *rest.Config
+	NodeName   string
+	// RootDir holds the pods' files (pods/).
+	RootDir         string
+	PodManifestPath string
+	Hostname        string
+	Addresses       []net.IP
+	// Clock drives the pods' token refreshes and retries and the status checks; nil is the real
+	// clock.
+	Clock clock.WithTicker
+	// LeaseDuration and StatusUpdateFrequency override nodestatus's defaults when set.
+	LeaseDuration         time.Duration
+	StatusUpdateFrequency time.Duration
+}
+
+// RunNode runs the node's parts (status and lease, pods, static pods) until ctx ends or one of
+// them fails for good.
+func RunNode(ctx context.Context, c Node) error {
+	logger := klog.FromContext(ctx)
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
 	// Each new pod costs about two requests (its token and its status); client-go's default limit
 	// of 5 per second would hold a node receiving many pods for seconds.
-	podsConfig := id.RESTConfig()
+	podsConfig := rest.CopyConfig(c.RESTConfig)
 	podsConfig.QPS, podsConfig.Burst = podsQPS, podsBurst
 	client, err := kubernetes.NewForConfig(podsConfig)
 	if err != nil {
@@ -89,11 +123,10 @@ func Run(ctx context.Context, c Config) error {
 	}
 	// Heartbeats have a client, and so a rate limit, of their own: a burst of pods must not delay
 	// the Lease renewal that keeps the node alive.
-	heartbeats, err := kubernetes.NewForConfig(id.RESTConfig())
+	heartbeats, err := kubernetes.NewForConfig(rest.CopyConfig(c.RESTConfig))
 	if err != nil {
 		return fmt.Errorf("building the node's heartbeat client: %w", err)
 	}
-	logger.Info("Node credentials ready", "node", c.NodeName)
 	// Containers reach the API server where the agent does: idplane has no service proxy to
 	// route the kubernetes Service's ClusterIP.
 	serviceEnv, err := runtimespec.KubernetesServiceEnv(podsConfig.Host)
@@ -112,10 +145,11 @@ func Run(ctx context.Context, c Config) error {
 		func(ctx context.Context) error {
 			return nodestatus.Run(ctx, heartbeats, nodestatus.Config{
 				NodeName: c.NodeName, Hostname: c.Hostname, Addresses: nodeAddresses(c), OS: runtime.GOOS,
+				LeaseDuration: c.LeaseDuration, StatusUpdateFrequency: c.StatusUpdateFrequency, Clock: c.Clock,
 			})
 		},
 		pods.New(pods.Config{
-			NodeName: c.NodeName, RootDir: c.RootDir, Client: client, Recorder: recorder, Clock: clock.RealClock{},
+			NodeName: c.NodeName, RootDir: c.RootDir, Client: client, Recorder: recorder, Clock: c.Clock,
 			ServiceEnv: serviceEnv,
 		}).Run,
 	}
@@ -140,7 +174,7 @@ func Run(ctx context.Context, c Config) error {
 }
 
 // runStaticPods mirrors the manifests once the Node exists: mirror pods name it as their owner.
-func runStaticPods(ctx context.Context, client kubernetes.Interface, c Config) error {
+func runStaticPods(ctx context.Context, client kubernetes.Interface, c Node) error {
 	var node *corev1.Node
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
@@ -155,13 +189,13 @@ func runStaticPods(ctx context.Context, client kubernetes.Interface, c Config) e
 		return nil
 	}
 	syncer := staticpod.NewSyncer(staticpod.Config{
-		Dir: c.PodManifestPath, NodeName: c.NodeName, NodeUID: node.UID, Clock: clock.RealClock{},
+		Dir: c.PodManifestPath, NodeName: c.NodeName, NodeUID: node.UID, Clock: c.Clock,
 	}, client, klog.FromContext(ctx).WithName("static-pods"))
 	syncer.Run(ctx, 5*time.Minute)
 	return nil
 }
 
-func nodeAddresses(c Config) []corev1.NodeAddress {
+func nodeAddresses(c Node) []corev1.NodeAddress {
 	var out []corev1.NodeAddress
 	for _, ip := range c.Addresses {
 		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 
@@ -21,8 +22,8 @@ import (
 type ClusterInfoOptions struct {
 	// Anonymous lets clients without credentials GET cluster-info, and nothing else.
 	Anonymous bool
-	// Server is the URL cluster-info tells nodes to use; empty means the server's own URL, the
-	// admin kubeconfig's.
+	// Server is the URL cluster-info tells nodes to use; empty means the advertised address on
+	// the secure port.
 	Server string
 }
 
@@ -32,7 +33,7 @@ func (o *ClusterInfoOptions) AddFlags(fs *pflag.FlagSet) {
 		"(an anonymous GET path and the Role kubeadm:bootstrap-signer-clusterinfo for system:anonymous), so that agents join with a token and "+
 		"--discovery-token-ca-cert-hash alone. false keeps it from anonymous clients; agents then need --bootstrap-kubeconfig.")
 	fs.StringVar(&o.Server, "cluster-info-server", o.Server, "https URL kube-public/cluster-info tells joining nodes to reach the server at "+
-		"(default: the server's own URL, as in the admin kubeconfig).")
+		"(default: https://<advertised address>:<secure port>; set it to the shared address behind several replicas).")
 }
 
 // Validate reports an invalid cluster-info setting.
@@ -49,10 +50,31 @@ func (o *ClusterInfoOptions) Validate() []error {
 // clusterInfoKubeconfig is the kubeconfig the bootstrap signer publishes: the URL nodes should
 // use and the cluster CA, which signs the serving certificate.
 func clusterInfoKubeconfig(o *Options, serverURL string, caPEM []byte) ([]byte, error) {
-	if o.ClusterInfo.Server != "" {
-		serverURL = o.ClusterInfo.Server
+	u, err := clusterInfoServer(o, serverURL)
+	if err != nil {
+		return nil, err
 	}
-	return clusterinfo.Kubeconfig(serverURL, caPEM)
+	return clusterinfo.Kubeconfig(u, caPEM)
+}
+
+// clusterInfoServer is the URL published to joining nodes: --cluster-info-server, else the
+// advertised address on the secure port. The admin kubeconfig's URL names 127.0.0.1 when the
+// server binds every address, which a node on another machine cannot use; the advertised address
+// is the one the serving certificate and the kubernetes Service's endpoints carry.
+func clusterInfoServer(o *Options, serverURL string) (string, error) {
+	if o.ClusterInfo.Server != "" {
+		return o.ClusterInfo.Server, nil
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", fmt.Errorf("reading the server's URL %q: %w", serverURL, err)
+	}
+	ip, err := o.AdvertisedAddress()
+	if err != nil {
+		return "", err
+	}
+	u.Host = net.JoinHostPort(ip.String(), u.Port())
+	return u.String(), nil
 }
 
 // addClusterInfoViewer reconciles, on every replica at start as the default policy, the Role

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -332,5 +333,33 @@ func TestClusterInfoOptionsValidate(t *testing.T) {
 		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("--cluster-info-server %q: Validate = %v, want %q", tc.server, err, tc.wantErr)
 		}
+	}
+}
+
+// TestClusterInfoServer: joining nodes are told the advertised address, not the loopback address
+// the admin kubeconfig names when the server binds every address; the flag wins over both.
+func TestClusterInfoServer(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		bind, advertise   string
+		flag, admin, want string
+	}{
+		{name: "loopback bind", bind: "127.0.0.1", admin: "https://127.0.0.1:6443", want: "https://127.0.0.1:6443"},
+		{name: "every address, advertised", bind: "0.0.0.0", advertise: "192.0.2.10", admin: "https://127.0.0.1:6443", want: "https://192.0.2.10:6443"},
+		{name: "IPv6 advertised", bind: "::", advertise: "2001:db8::10", admin: "https://127.0.0.1:7443", want: "https://[2001:db8::10]:7443"},
+		{name: "flag", bind: "0.0.0.0", advertise: "192.0.2.10", flag: "https://idplane.example:443", admin: "https://127.0.0.1:6443", want: "https://idplane.example:443"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			o.BindAddress = net.ParseIP(tc.bind)
+			if tc.advertise != "" {
+				o.AdvertiseAddress = net.ParseIP(tc.advertise)
+			}
+			o.ClusterInfo.Server = tc.flag
+			got, err := clusterInfoServer(o, tc.admin)
+			if err != nil || got != tc.want {
+				t.Errorf("clusterInfoServer = %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -64,6 +64,7 @@ type controllerContext struct {
 	approveKubeletServing bool
 	// apiServerNames are the names the serving certificate covers, which no node's may.
 	apiServerNames certificates.ServerNames
+	nodeLifecycle  NodeLifecycleOptions
 	informers      informers.SharedInformerFactory
 	// clusterInfo is the kubeconfig the bootstrap signer publishes in kube-public/cluster-info.
 	clusterInfo []byte
@@ -168,6 +169,7 @@ var leaderControllers = []controller{
 		}
 		return cc.snapshots.Run, nil
 	}},
+	nodeLifecycleController,
 }
 
 // buildControllers builds every leader controller on fresh informers.
@@ -218,7 +220,8 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		caPEM: a.in.caPEM, issuer: tokens.config.Issuer,
 		signers: signers, signingDuration: a.o.ClusterSigningDuration,
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
-		podCerts: a.podCerts, podCertOptions: a.o.PodCertificates,
+		nodeLifecycle: a.o.NodeLifecycle,
+		podCerts:      a.podCerts, podCertOptions: a.o.PodCertificates,
 	}
 	if err := a.podCerts.addReloadHook(srv); err != nil {
 		return err
@@ -276,7 +279,7 @@ func addControllers(srv *genericapiserver.GenericAPIServer, cc controllerContext
 			return nil
 		}},
 		// Reconciling is idempotent, so every replica does it at start, as kube-apiservers do.
-		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, cc.client, rbacIndex) }},
+		{"rbac/bootstrap-roles", func(ctx context.Context) error { return bootstrapRBAC(ctx, cc.client, rbacIndex, policyArrivalWait) }},
 		{"signing-ca-reload", func(ctx context.Context) error {
 			for _, s := range cc.signers {
 				go s.CA.Run(ctx)
@@ -352,20 +355,42 @@ func ensureNamespaces(ctx context.Context, client kubernetes.Interface) error {
 	return nil
 }
 
+// policyArrivalWait bounds how long bootstrapRBAC waits for the RBAC index to hold the policy it
+// wrote before it reconciles again (someone may have deleted a default object meanwhile).
+const policyArrivalWait = 10 * time.Second
+
 // bootstrapRBAC reconciles the default policy, retrying while the server is still coming up, and
-// then waits until the RBAC index has seen it, so that a ready server authorizes by it.
-func bootstrapRBAC(ctx context.Context, client kubernetes.Interface, index *rbac.Authorizer) error {
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := bootstrap.Reconcile(ctx, client); err != nil {
-			klog.ErrorS(err, "Reconciling the bootstrap RBAC policy; retrying")
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("reconciling the bootstrap RBAC policy: %w", err)
+// then waits until the RBAC index holds it (on a first start the informers synced on empty
+// lists before the policy was written), so that a ready server authorizes by it. What it does not
+// hold after arrivalWait is reconciled again.
+func bootstrapRBAC(ctx context.Context, client kubernetes.Interface, index *rbac.Authorizer, arrivalWait time.Duration) error {
+	var roles, bindings []string
+	for _, r := range bootstrap.ClusterRoles() {
+		roles = append(roles, r.Name)
 	}
-	return wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-		return index.HasSynced(), nil
-	})
+	for _, b := range bootstrap.ClusterRoleBindings() {
+		bindings = append(bindings, b.Name)
+	}
+	for {
+		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			if err := bootstrap.Reconcile(ctx, client); err != nil {
+				klog.ErrorS(err, "Reconciling the bootstrap RBAC policy; retrying")
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("reconciling the bootstrap RBAC policy: %w", err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, arrivalWait, true, func(context.Context) (bool, error) {
+			return index.HasSynced() && index.HoldsClusterPolicy(roles, bindings), nil
+		})
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for the RBAC index to hold the bootstrap policy: %w", ctx.Err())
+		}
+		klog.InfoS("The RBAC index does not hold the whole bootstrap policy yet; reconciling again", "waited", arrivalWait)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	storagevalue "k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/idplane/idplane/internal/kubeconfig"
 	"github.com/idplane/idplane/internal/pki"
@@ -28,9 +27,8 @@ func serverURL(o *Options, ln net.Listener) string {
 // start, before it opens anything.
 type credentialFiles struct {
 	servingCert, servingKey []byte
-	// encryptionConfig is the EncryptionConfiguration file; secrets, its transformer of secrets.
+	// encryptionConfig is the EncryptionConfiguration file.
 	encryptionConfig string
-	secrets          storagevalue.Transformer
 	tokens           *tokenSettings
 	adminKubeconfig  string
 }
@@ -54,10 +52,13 @@ func ensureCredentials(o *Options, files pki.Files, ca *pki.CA, url string, now 
 	if c.servingCert, c.servingKey, err = pki.EnsureServingCert(files, ca, names, now); err != nil {
 		return c, err
 	}
-	if _, err := pki.EnsureServiceAccountKey(files); err != nil {
-		return c, err
+	// An external signer holds the keys: no local key is made that nothing would use.
+	if o.ServiceAccounts.SigningEndpoint == "" {
+		if _, err := pki.EnsureServiceAccountKey(files); err != nil {
+			return c, err
+		}
 	}
-	if c.encryptionConfig, c.secrets, err = o.Encryption.configFile(files); err != nil {
+	if c.encryptionConfig, err = o.Encryption.configFile(files); err != nil {
 		return c, err
 	}
 	if c.tokens, err = serviceAccountTokens(o, files, url); err != nil {
@@ -68,7 +69,8 @@ func ensureCredentials(o *Options, files pki.Files, ca *pki.CA, url string, now 
 		return c, err
 	}
 	c.adminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
-	err = kubeconfig.Write(c.adminKubeconfig, "idplane", kubeconfig.Credentials{
+	// Updated, not rewritten: users add their own users and contexts to this file.
+	err = kubeconfig.Update(c.adminKubeconfig, "idplane", kubeconfig.Credentials{
 		Server: url, CAPEM: ca.CertPEM, CertPEM: adminCert, KeyPEM: adminKey,
 	})
 	return c, err

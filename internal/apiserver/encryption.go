@@ -39,7 +39,7 @@ const generatedEncryptionConfig = "encryption-config.yaml"
 func (e *EncryptionOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&e.ProviderConfigFile, "encryption-provider-config", e.ProviderConfigFile,
 		"EncryptionConfiguration file (apiserver.config.k8s.io/v1) saying which resources are encrypted in etcd and with which keys "+
-			"(providers aescbc, aesgcm, secretbox, identity). Default: <data-dir>/pki/"+generatedEncryptionConfig+", "+
+			"(providers aescbc, aesgcm, secretbox, identity, and kms apiVersion v2 through a KMS plugin, e.g. idplane kms-plugin). Default: <data-dir>/pki/"+generatedEncryptionConfig+", "+
 			"generated at first start, encrypting secrets with secretbox.")
 	fs.BoolVar(&e.AutomaticReload, "encryption-provider-config-automatic-reload", e.AutomaticReload,
 		"Read --encryption-provider-config again when it changes on disk (checked every minute) instead of only at start.")
@@ -54,28 +54,30 @@ func (e *EncryptionOptions) Validate() []error {
 }
 
 // configFile returns the encryption configuration the storage layer is to load, generating the
-// default one first when no file is given, and the transformer it gives secrets. The library builds
-// the storage layer's own transformers from the file when the etcd options are applied to the
-// server config; loading it here first refuses a bad file before etcd starts, with the file's name.
-func (e *EncryptionOptions) configFile(files pki.Files) (string, storagevalue.Transformer, error) {
+// default one first when no file is given.
+func (e *EncryptionOptions) configFile(files pki.Files) (string, error) {
 	path := e.ProviderConfigFile
 	if path == "" {
 		path = filepath.Join(files.Dir, generatedEncryptionConfig)
 		if err := ensureEncryptionConfig(path); err != nil {
-			return "", nil, err
+			return "", err
 		}
-	} else if err := refuseKMS(path); err != nil {
-		return "", nil, err
 	}
-	// Without KMS providers loading starts nothing that outlives the context.
+	return path, nil
+}
+
+// loadSecretsTransformer loads the encryption configuration at path for the start-up check and
+// returns the transformer it gives secrets. KMS providers connect to their plugins and poll them
+// until stop is called; the storage layer loads the file again for itself, with its own
+// connections and health checks.
+func loadSecretsTransformer(path string, reload bool) (storagevalue.Transformer, func(), error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg, err := encryptionconfig.LoadEncryptionConfig(ctx, path, e.AutomaticReload, "idplane")
+	cfg, err := encryptionconfig.LoadEncryptionConfig(ctx, path, reload, "idplane")
 	if err != nil {
-		return "", nil, fmt.Errorf("encryption configuration %s: %w", path, err)
+		cancel()
+		return nil, nil, fmt.Errorf("encryption configuration %s: %w", path, err)
 	}
-	secrets := encryptionconfig.StaticTransformers(cfg.Transformers).TransformerForResource(schema.GroupResource{Resource: "secrets"})
-	return path, secrets, nil
+	return encryptionconfig.StaticTransformers(cfg.Transformers).TransformerForResource(schema.GroupResource{Resource: "secrets"}), cancel, nil
 }
 
 // secretsKeyPrefix is where the storage layer keeps secrets in etcd. The check below runs before
@@ -88,6 +90,7 @@ const secretsKeyPrefix = storagePrefix + "/secrets/"
 // never turn ready, with the cause only in its log.
 func checkStoredSecrets(ctx context.Context, etcd *clientv3.Client, secrets storagevalue.Transformer, configPath string) error {
 	var unreadable []string
+	var firstErr error
 	total := 0
 	from, end := secretsKeyPrefix, clientv3.GetPrefixRangeEnd(secretsKeyPrefix)
 	for {
@@ -103,6 +106,9 @@ func checkStoredSecrets(ctx context.Context, etcd *clientv3.Client, secrets stor
 				_, _, err = codecs.UniversalDeserializer().Decode(data, nil, nil)
 			}
 			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
 				unreadable = append(unreadable, strings.TrimPrefix(string(kv.Key), secretsKeyPrefix))
 			}
 		}
@@ -114,8 +120,9 @@ func checkStoredSecrets(ctx context.Context, etcd *clientv3.Client, secrets stor
 	if len(unreadable) > 0 {
 		return fmt.Errorf("%d of %d secrets in etcd (%s first) cannot be decrypted with the encryption configuration %s: "+
 			"servers sharing an etcd must share one configuration (copy <data-dir>/pki/%s or pass --encryption-provider-config), "+
-			"and a key may leave the configuration only once every secret was rewritten with another",
-			len(unreadable), total, unreadable[0], configPath, generatedEncryptionConfig)
+			"and a key may leave the configuration only once every secret was rewritten with another; "+
+			"with a kms provider its plugin must be running and hold the key (first error: %v)",
+			len(unreadable), total, unreadable[0], configPath, generatedEncryptionConfig, firstErr)
 	}
 	return nil
 }
@@ -154,27 +161,6 @@ func ensureEncryptionConfig(path string) error {
 		return fmt.Errorf("encoding encryption configuration: %w", err)
 	}
 	return pki.WriteFile(path, data, 0o600)
-}
-
-// refuseKMS refuses KMS providers: they need a plugin process idplane neither runs nor tests.
-// Decoding errors are left to the library, whose messages say what is wrong where.
-func refuseKMS(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("reading --encryption-provider-config: %w", err)
-	}
-	var cfg apiserverv1.EncryptionConfiguration
-	if yaml.Unmarshal(data, &cfg) != nil {
-		return nil
-	}
-	for i, r := range cfg.Resources {
-		for j, p := range r.Providers {
-			if p.KMS != nil {
-				return fmt.Errorf("--encryption-provider-config %s: resources[%d].providers[%d] is a kms provider (%q); idplane supports aescbc, aesgcm, secretbox and identity", path, i, j, p.KMS.Name)
-			}
-		}
-	}
-	return nil
 }
 
 // verifyStoredSecrets runs checkStoredSecrets on the server's etcd.

@@ -282,7 +282,7 @@ kind: EncryptionConfiguration
 resources:
 - resources: [secrets]
   providers:
-  - kms: {apiVersion: v2, name: vault, endpoint: unix:///tmp/kms.sock}
+  - kms: {apiVersion: v1, name: vault, endpoint: unix:///tmp/kms.sock}
   - identity: {}
 `)
 	shortKey := writeFile(t, dir, "short.yaml", `apiVersion: apiserver.config.k8s.io/v1
@@ -298,7 +298,7 @@ resources:
 		configure func(*Options)
 		want      string
 	}{
-		{"kms provider", func(o *Options) { o.Encryption.ProviderConfigFile = kms }, `providers[0] is a kms provider ("vault")`},
+		{"kms v1 provider", func(o *Options) { o.Encryption.ProviderConfigFile = kms }, "KMSv1 is deprecated"},
 		{"key of the wrong size", func(o *Options) { o.Encryption.ProviderConfigFile = shortKey }, "short.yaml"},
 		{"not YAML", func(o *Options) { o.Encryption.ProviderConfigFile = garbage }, "garbage.yaml"},
 		{"missing file", func(o *Options) { o.Encryption.ProviderConfigFile = filepath.Join(dir, "absent.yaml") }, "absent.yaml"},

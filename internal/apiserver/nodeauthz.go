@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -13,8 +14,10 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/registry/generic"
 	certificatesinformers "k8s.io/client-go/informers/certificates/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -91,12 +94,13 @@ const nodePathURL = "/debug/node-authorizer/path"
 
 // nodePathHandler answers, for an admin, why a node may read an object: the path through the
 // Node authorizer's graph. GET /debug/node-authorizer/path?node=N&kind=secret&namespace=NS&name=X
+// A question it cannot answer is a 400 Status, which kubectl shows with its message.
 func nodePathHandler(a *node.Authorizer) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		nodeName, kind, namespace, name := q.Get("node"), q.Get("kind"), q.Get("namespace"), q.Get("name")
-		if nodeName == "" || kind == "" || name == "" {
-			http.Error(w, "query parameters node, kind and name are required (namespace for namespaced kinds)", http.StatusBadRequest)
+		if msg := nodePathQueryError(nodeName, kind, namespace, name); msg != "" {
+			responsewriters.ErrorNegotiated(apierrors.NewBadRequest(msg), codecs, corev1.SchemeGroupVersion, w, r)
 			return
 		}
 		// No path is an answer, not an error: it says the node may not read the object.
@@ -108,4 +112,22 @@ func nodePathHandler(a *node.Authorizer) http.HandlerFunc {
 			Path    []string `json:"path"`
 		}{nodeName, ok, path})
 	}
+}
+
+// nodePathQueryError says what is wrong with a path question, or "" when nothing is.
+func nodePathQueryError(nodeName, kind, namespace, name string) string {
+	const usage = "query parameters node, kind and name are required, and namespace for namespaced kinds"
+	if nodeName == "" || kind == "" || name == "" {
+		return usage
+	}
+	namespaced, ok := node.ExplainKind(kind)
+	switch {
+	case !ok:
+		return fmt.Sprintf("unknown kind %q: one of %s (singular or plural)", kind, strings.Join(node.ExplainKinds(), ", "))
+	case namespaced && namespace == "":
+		return fmt.Sprintf("kind %q is namespaced: %s", kind, usage)
+	case !namespaced && namespace != "":
+		return fmt.Sprintf("kind %q is not namespaced: namespace must be empty", kind)
+	}
+	return ""
 }

@@ -72,6 +72,8 @@ type Options struct {
 	// ApproveKubeletServing lets the approver approve a node's own kubelet serving CSRs for the
 	// names its Node object shows.
 	ApproveKubeletServing bool
+	// NodeLifecycle times how soon a silent node is marked Unknown and tainted unreachable.
+	NodeLifecycle NodeLifecycleOptions
 	// PodCertificates are the settings of the built-in pod certificate signers.
 	PodCertificates PodCertificateOptions
 
@@ -109,7 +111,7 @@ type ServiceAccountOptions struct {
 	SigningKeyFile string
 	// KeyFiles hold further public keys whose tokens are still accepted, for key rotation.
 	KeyFiles []string
-	// Issuers: the first names new tokens, all are accepted. Empty means the server's own URL.
+	// Issuers: the first names new tokens, all are accepted. Empty means the one recorded in the data directory, else the server's own URL.
 	Issuers []string
 	// APIAudiences are the audiences the server identifies as; empty means the issuers.
 	APIAudiences []string
@@ -120,6 +122,9 @@ type ServiceAccountOptions struct {
 	ExtendTokenExpiration bool
 	// JWKSURI overrides where discovery says the key set is.
 	JWKSURI string
+	// SigningEndpoint is the unix socket of an external signer that signs tokens and publishes
+	// their keys instead of the key files.
+	SigningEndpoint string
 }
 
 // maxTokenExpiration is the longest lifetime a token's 32-bit times can express.
@@ -184,6 +189,8 @@ func NewOptions() *Options {
 		ClusterInfo: ClusterInfoOptions{Anonymous: true},
 
 		Snapshots: snapshot.NewScheduleOptions(),
+
+		NodeLifecycle: defaultNodeLifecycleOptions(),
 	}
 }
 
@@ -206,10 +213,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	sa := &o.ServiceAccounts
 	fs.StringVar(&sa.SigningKeyFile, "service-account-signing-key-file", sa.SigningKeyFile, "PEM private key (ECDSA or RSA) that signs service-account tokens (default <data-dir>/pki/sa.key, created at first start).")
 	fs.StringArrayVar(&sa.KeyFiles, "service-account-key-file", sa.KeyFiles, "PEM file of public keys (or certificates) whose service-account tokens are still accepted, for key rotation. Repeatable.")
-	fs.StringArrayVar(&sa.Issuers, "service-account-issuer", sa.Issuers, "Issuer of service-account tokens; the first names new tokens, every one given is accepted. Repeatable (default https://<bind-address>:<port>).")
+	fs.StringArrayVar(&sa.Issuers, "service-account-issuer", sa.Issuers, "Issuer of service-account tokens; the first names new tokens, every one given is accepted. Repeatable (default: https://<bind-address>:<port> of the first start, recorded in <data-dir>/pki/service-account-issuer so that restarts on another port keep tokens valid).")
 	fs.StringSliceVar(&sa.APIAudiences, "api-audiences", sa.APIAudiences, "Audiences of the API: tokens must name one of them (default: the service-account issuers).")
 	fs.DurationVar(&sa.MaxTokenExpiration, "service-account-max-token-expiration", sa.MaxTokenExpiration, "Longest lifetime of a requested service-account token; longer requests are shortened (0: no limit).")
 	fs.BoolVar(&sa.ExtendTokenExpiration, "service-account-extend-token-expiration", sa.ExtendTokenExpiration, "Issue the tokens the ServiceAccount admission plugin requests for pods (3607 s) for a year, with a warnafter claim at the requested expiry.")
+	fs.StringVar(&sa.SigningEndpoint, "service-account-signing-endpoint", sa.SigningEndpoint, signingEndpointHelp)
 	fs.StringVar(&sa.JWKSURI, "service-account-jwks-uri", sa.JWKSURI, "URL of the key set published in OIDC discovery, when relying parties fetch it elsewhere than from this server (https).")
 	fs.BoolVar(&o.GMSA.AuthorizeRequester, "gmsa-authorize-requester", o.GMSA.AuthorizeRequester, "GMSA admission also checks that the user creating a pod may use the GMSACredentialSpecs it names, not only the pod's service account.")
 	fs.BoolVar(&o.GMSA.AlphaAnnotations, "gmsa-alpha-annotations", o.GMSA.AlphaAnnotations, "GMSA admission also expands and checks the alpha annotations (pod.alpha.windows.kubernetes.io/gmsa-credential-spec-name and friends), for clusters migrating from alpha.")
@@ -226,6 +234,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.StringVar(&f.KeyFile, "cluster-signing-"+s.flag+"-key-file", f.KeyFile, "CA key signing for "+s.signer+" (default: "+defaultKey+").")
 	}
 	o.PodCertificates.AddFlags(fs)
+	o.NodeLifecycle.AddFlags(fs)
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
 	fs.DurationVar(&o.Shutdown.WatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.Shutdown.WatchTerminationGracePeriod, "On SIGTERM, open watches are told to end and the stop waits for them up to this long (0: watches are cut when their connections close).")
@@ -269,6 +278,7 @@ func (o *Options) Validate() error {
 	if d := o.ServiceAccounts.MaxTokenExpiration; d != 0 && (d < time.Hour || d > maxTokenExpiration) {
 		errs = append(errs, fmt.Errorf("--service-account-max-token-expiration %v must be between 1h and 2^32 seconds", d))
 	}
+	errs = append(errs, o.ServiceAccounts.validateSigningEndpoint()...)
 	for _, iss := range o.ServiceAccounts.Issuers {
 		if iss == "" || (strings.Contains(iss, ":") && !isURL(iss)) {
 			errs = append(errs, fmt.Errorf("--service-account-issuer %q must be a URL or a string without colons", iss))
@@ -302,6 +312,7 @@ func (o *Options) Validate() error {
 	if _, err := o.KubernetesServiceIP(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, o.NodeLifecycle.Validate()...)
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.ClusterInfo.Validate()...)

@@ -1,5 +1,7 @@
 package apiserver
 
+//lint:file-ignore SA1019 v1beta1's deprecated pkixPublicKey and proofOfPossession are named to refuse them: v1 cannot hold them.
+
 import (
 	"bytes"
 	"context"
@@ -17,12 +19,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/idplane/idplane/internal/testing/pcrtest"
+	"github.com/idplane/idplane/internal/testing/testkeys"
 )
 
 // pcrFor is a valid request (maxExpirationSeconds left to the server) named name for pod p-1
 // on node n-1 with signer.
 func pcrFor(t *testing.T, name, signer string) *certificatesv1.PodCertificateRequest {
-	r := pcrtest.Request(t, pcrtest.Key(t, pcrtest.ECDSAP256))
+	r := pcrtest.Request(t, testkeys.Key(t, testkeys.ECDSAP256))
 	r.Name, r.Namespace, r.Spec.SignerName, r.Spec.MaxExpirationSeconds = name, "default", signer, nil
 	return r
 }
@@ -194,7 +197,7 @@ func v1beta1Of(t *testing.T, r *certificatesv1.PodCertificateRequest) *certifica
 func TestPodCertificateRequestStatusNeedsSign(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
-	key := pcrtest.Key(t, pcrtest.ECDSAP256)
+	key := testkeys.Key(t, testkeys.ECDSAP256)
 	pcrs := s.client.CertificatesV1().PodCertificateRequests("default")
 	for _, name := range []string{"mine", "theirs", "short"} {
 		signer := "example.com/mine"

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/idplane/idplane/internal/testing/pcrtest"
+	"github.com/idplane/idplane/internal/testing/testkeys"
 )
 
 // TestPodCertificateRequestsFromNodes: a node creates requests for its own pods only, with the
@@ -39,7 +40,7 @@ func TestPodCertificateRequestsFromNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	request := func(name string, mods ...func(*certificatesv1.PodCertificateRequest)) *certificatesv1.PodCertificateRequest {
-		r := pcrtest.Request(t, pcrtest.Key(t, pcrtest.ECDSAP256))
+		r := pcrtest.Request(t, testkeys.Key(t, testkeys.ECDSAP256))
 		r.Name, r.Namespace = name, "default"
 		r.Spec.SignerName, r.Spec.PodName, r.Spec.PodUID = signer, pod.Name, pod.UID
 		r.Spec.ServiceAccountName, r.Spec.ServiceAccountUID = sa.Name, sa.UID

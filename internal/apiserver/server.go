@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/idplane/idplane/internal/leaderelection"
@@ -30,8 +31,41 @@ type Server struct {
 	etcd *embeddedEtcd
 	// identity names this replica in the controllers' Lease.
 	identity string
-	done     chan struct{}
-	err      error
+	// readyz asks the server's own /readyz over the loopback connection.
+	readyz func(context.Context) error
+	done   chan struct{}
+	err    error
+}
+
+// readyPoll is how often WaitReady asks /readyz.
+const readyPoll = 50 * time.Millisecond
+
+// WaitReady blocks until /readyz answers 200: every start-up hook has returned, so the system
+// namespaces and the default RBAC policy are in place and authorize. It returns an error when
+// ctx ends or the server stops first. Requests are answered before that, as kube-apiserver
+// answers them; a client that must see a complete cluster waits for /readyz too.
+func (s *Server) WaitReady(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := wait.PollUntilContextCancel(ctx, readyPoll, true, func(ctx context.Context) (bool, error) {
+		return s.readyz(ctx) == nil, nil
+	})
+	select {
+	case <-s.done:
+		return fmt.Errorf("server stopped before it was ready: %v", s.err)
+	default:
+	}
+	if err != nil {
+		return fmt.Errorf("waiting for /readyz: %w", err)
+	}
+	return nil
 }
 
 // Wait blocks until the server has stopped (its context ended) and returns why it stopped.
@@ -84,7 +118,10 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 			closers.unwind()
 		}
 	}()
-	etcd, etcdServers, err := openEtcd(ctx, o, creds.secrets, creds.encryptionConfig, &closers)
+	if err := creds.tokens.connectSigner(&closers); err != nil {
+		return nil, err
+	}
+	etcd, etcdServers, err := openEtcd(ctx, o, creds.encryptionConfig, &closers)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +139,7 @@ func start(ctx context.Context, o *Options, files pki.Files, ca *pki.CA, ln net.
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: url, AdminKubeconfig: creds.adminKubeconfig, etcd: etcd, identity: identity, done: make(chan struct{})}
+	s := &Server{URL: url, AdminKubeconfig: creds.adminKubeconfig, etcd: etcd, identity: identity, readyz: prepared.readyz, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		s.err = prepared.run(ctx)
@@ -183,10 +220,14 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 	if err := a.kubernetesService(srv); err != nil {
 		return nil, err
 	}
-	return &preparedServer{run: srv.PrepareRun().RunWithContext}, nil
+	readyz := func(ctx context.Context) error {
+		return lb.client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	}
+	return &preparedServer{run: srv.PrepareRun().RunWithContext, readyz: readyz}, nil
 }
 
 // preparedServer is an assembled server, ready to run until its context ends.
 type preparedServer struct {
-	run func(context.Context) error
+	run    func(context.Context) error
+	readyz func(context.Context) error
 }

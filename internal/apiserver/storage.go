@@ -10,7 +10,6 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
-	storagevalue "k8s.io/apiserver/pkg/storage/value"
 
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 )
@@ -18,8 +17,13 @@ import (
 // openEtcd gives the server its store: the etcd of --etcd-servers, else an embedded one whose
 // close goes on closers. It returns the embedded etcd (nil for an external one) and the servers to
 // connect to, once it has checked that the store holds no secret the encryption configuration
-// cannot read.
-func openEtcd(ctx context.Context, o *Options, secrets storagevalue.Transformer, encryptionConfig string, closers *closerStack) (*embeddedEtcd, []string, error) {
+// cannot read. The configuration is loaded before etcd starts, so a bad file is refused first.
+func openEtcd(ctx context.Context, o *Options, encryptionConfig string, closers *closerStack) (*embeddedEtcd, []string, error) {
+	secrets, stopSecrets, err := loadSecretsTransformer(encryptionConfig, o.Encryption.AutomaticReload)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stopSecrets()
 	var etcd *embeddedEtcd
 	servers := o.EtcdServers
 	if len(servers) == 0 {

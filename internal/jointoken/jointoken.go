@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -206,8 +207,9 @@ func JoinCommand(c Cluster, t Token, b Binding) (string, error) {
 
 // Request is one `idplane token create`.
 type Request struct {
-	// AdminKubeconfig reaches the server with the right to create secrets in kube-system.
-	AdminKubeconfig string
+	// Admin reaches the server with the right to create secrets in kube-system: a kubeconfig
+	// found as kubectl finds one (--kubeconfig, else $KUBECONFIG, else ~/.kube/config).
+	Admin clientcmd.ClientConfig
 	// TTL is how long the token authenticates; 0 means for ever.
 	TTL time.Duration
 	// Binding restricts the nodes the token may join.
@@ -227,13 +229,13 @@ func Issue(ctx context.Context, r Request) ([]byte, error) {
 	if err := r.Binding.Validate(); err != nil {
 		return nil, err
 	}
-	restConfig, cluster, err := loadAdmin(r.AdminKubeconfig)
+	restConfig, cluster, err := loadAdmin(r.Admin)
 	if err != nil {
 		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return nil, fmt.Errorf("building a client from %s: %w", r.AdminKubeconfig, err)
+		return nil, fmt.Errorf("building a client from %s: %w", source(r.Admin), err)
 	}
 	if r.PrintJoinCommand {
 		// Checked before the token exists: no token is left behind for a command never printed.
@@ -254,24 +256,34 @@ func Issue(ctx context.Context, r Request) ([]byte, error) {
 
 // loadAdmin reads the admin kubeconfig's current context: a client for it, and the cluster it
 // names with its CA, which the bootstrap kubeconfig must carry for the agent to verify the server.
-func loadAdmin(path string) (*rest.Config, Cluster, error) {
-	raw, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		return nil, Cluster{}, fmt.Errorf("loading admin kubeconfig: %w", err)
+func loadAdmin(admin clientcmd.ClientConfig) (*rest.Config, Cluster, error) {
+	restConfig, err := admin.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		// clientcmd's own message points at KUBERNETES_MASTER, which nothing here reads.
+		return nil, Cluster{}, fmt.Errorf("admin kubeconfig %s: no server to talk to (no such file, or no current context: --context picks one); "+
+			"pass --kubeconfig or set KUBECONFIG (the server's is <data-dir>/admin.kubeconfig)", source(admin))
 	}
-	restConfig, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, Cluster{}, fmt.Errorf("admin kubeconfig %s: %w", path, err)
+		return nil, Cluster{}, fmt.Errorf("loading admin kubeconfig %s: %w", source(admin), err)
 	}
 	caPEM := restConfig.CAData
 	if len(caPEM) == 0 && restConfig.CAFile != "" {
 		if caPEM, err = os.ReadFile(restConfig.CAFile); err != nil {
-			return nil, Cluster{}, fmt.Errorf("admin kubeconfig %s: reading its certificate authority: %w", path, err)
+			return nil, Cluster{}, fmt.Errorf("admin kubeconfig %s: reading its certificate authority: %w", source(admin), err)
 		}
 	}
 	if len(caPEM) == 0 {
-		return nil, Cluster{}, errors.New("admin kubeconfig " + path + " names no certificate authority for its server; an agent could not verify the server")
+		return nil, Cluster{}, errors.New("admin kubeconfig " + source(admin) + " names no certificate authority for its server; an agent could not verify the server")
 	}
 	restConfig.Timeout = requestTimeout
 	return restConfig, Cluster{Server: restConfig.Host, CAPEM: caPEM}, nil
+}
+
+// source names where a kubeconfig was looked for, for errors.
+func source(c clientcmd.ClientConfig) string {
+	access := c.ConfigAccess()
+	if f := access.GetExplicitFile(); f != "" {
+		return f
+	}
+	return strings.Join(access.GetLoadingPrecedence(), string(filepath.ListSeparator))
 }

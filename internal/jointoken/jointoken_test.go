@@ -209,6 +209,11 @@ func writeKubeconfig(t *testing.T, cfg *clientcmdapi.Config) string {
 	return path
 }
 
+// fromFile is a kubeconfig named by --kubeconfig.
+func fromFile(path string) clientcmd.ClientConfig {
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{})
+}
+
 func adminConfig(server string, ca []byte, caFile string) *clientcmdapi.Config {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca, CertificateAuthority: caFile}
@@ -228,7 +233,7 @@ func TestLoadAdmin(t *testing.T) {
 		"CA file":     writeKubeconfig(t, adminConfig("https://127.0.0.1:6443", nil, caFile)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, c, err := loadAdmin(path)
+			_, c, err := loadAdmin(fromFile(path))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,7 +287,7 @@ func TestIssueErrors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := Issue(context.Background(), Request{AdminKubeconfig: tc.path, TTL: time.Hour, Clock: testclock.NewFakePassiveClock(now)})
+			out, err := Issue(context.Background(), Request{Admin: fromFile(tc.path), TTL: time.Hour, Clock: testclock.NewFakePassiveClock(now)})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}

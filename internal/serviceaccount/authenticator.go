@@ -2,6 +2,7 @@ package serviceaccount
 
 import (
 	"context"
+	"crypto"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	apiserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -40,7 +42,7 @@ type Getter interface {
 type AuthenticatorConfig struct {
 	// Issuers are accepted in the "iss" claim of bound tokens.
 	Issuers []string
-	Keys    *Keys
+	Keys    PublicKeys
 	// APIAudiences are the audiences the API server identifies as; a token must name one of them
 	// unless the caller asks for other audiences (TokenReview's spec.audiences).
 	APIAudiences authenticator.Audiences
@@ -55,7 +57,7 @@ type AuthenticatorConfig struct {
 // legacy tokens held in secrets. A token of another issuer is not its business and is passed on.
 type Authenticator struct {
 	issuers   sets.Set[string]
-	keys      *Keys
+	keys      PublicKeys
 	audiences authenticator.Audiences
 	getter    Getter
 	clock     clock.PassiveClock
@@ -85,12 +87,9 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	if strings.Count(raw, ".") != 2 {
 		return nil, false, nil
 	}
-	// Checked before anything is decoded: no other authenticator takes JWTs, and none is this long.
-	if len(raw) > MaxTokenLength {
-		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
-	}
-	if a.cache == nil {
-		claims, ok, err := a.parse(raw)
+	// A token that verified before is served from the cache; none longer than ours can be in it.
+	if a.cache == nil || len(raw) > MaxTokenLength {
+		claims, ok, err := a.parse(ctx, raw)
 		if !ok || err != nil {
 			return nil, ok, err
 		}
@@ -98,10 +97,14 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	}
 	h := hashToken(raw)
 	if claims, ok := a.cache.get(h, a.clock.Now()); ok {
-		return a.authenticateVerified(ctx, raw, claims)
+		if a.keyAccepted(ctx, claims) {
+			return a.authenticateVerified(ctx, raw, claims)
+		}
+		// The key that signed it is no longer accepted: the uncached path says why.
+		a.cache.remove(h)
 	}
 	generation := a.cache.begin()
-	claims, ok, err := a.parse(raw)
+	claims, ok, err := a.parse(ctx, raw)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
@@ -114,10 +117,24 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 
 // parse verifies the signature of a token of an accepted issuer and decodes its claims; it
 // answers (nil, false, nil) for a token of another issuer.
-func (a *Authenticator) parse(raw string) (*verifiedClaims, bool, error) {
+func (a *Authenticator) parse(ctx context.Context, raw string) (*verifiedClaims, bool, error) {
+	// Another issuer's token is left to the JWT issuers after this authenticator, whatever its
+	// length: an identity provider's token with many group claims may be long. Only the issuer
+	// claim is decoded before the length of one of ours is bounded.
 	iss, ok := unverifiedIssuer(raw)
 	if !ok || (iss != LegacyIssuer && !a.issuers.Has(iss)) {
+		// Another authenticator may take the token, so this is not an error; the request's log
+		// line then says only "invalid bearer token", and this says why it was not one of ours
+		// (for example a token from before the issuer changed).
+		if ok {
+			klog.V(2).InfoS("Bearer token is not a service-account token of this server: its issuer is not accepted", "issuer", iss, "acceptedIssuers", sets.List(a.issuers))
+		} else {
+			klog.V(2).InfoS("Bearer token is not a service-account token: it is a JWT without an issuer")
+		}
 		return nil, false, nil
+	}
+	if len(raw) > MaxTokenLength {
+		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
 	}
 	tok, err := jwt.ParseSigned(raw, acceptedAlgorithms)
 	if err != nil {
@@ -126,12 +143,12 @@ func (a *Authenticator) parse(raw string) (*verifiedClaims, bool, error) {
 	v := &verifiedClaims{}
 	if iss == LegacyIssuer {
 		v.legacy = &legacyClaims{}
-		if err := a.verify(tok, &v.public, v.legacy); err != nil {
+		if v.key, err = a.verify(ctx, tok, &v.public, v.legacy); err != nil {
 			return nil, false, err
 		}
 		return v, true, nil
 	}
-	if err := a.verify(tok, &v.public, &v.bound); err != nil {
+	if v.key, err = a.verify(ctx, tok, &v.public, &v.bound); err != nil {
 		return nil, false, err
 	}
 	return v, true, nil
@@ -165,28 +182,39 @@ func unverifiedIssuer(raw string) (string, bool) {
 var errBadSignature = errors.New("service account token signature is invalid")
 
 // verify checks the signature with the key the token names, or with every accepted key when it
-// names none, and decodes the claims.
-func (a *Authenticator) verify(tok *jwt.JSONWebToken, claims ...any) error {
+// names none, decodes the claims and returns the key that verified them.
+func (a *Authenticator) verify(ctx context.Context, tok *jwt.JSONWebToken, claims ...any) (PublicKey, error) {
 	if len(tok.Headers) != 1 {
-		return errors.New("service account token must have exactly one signature")
+		return PublicKey{}, errors.New("service account token must have exactly one signature")
 	}
 	kid := tok.Headers[0].KeyID
 	if kid != "" {
-		k := a.keys.find(kid)
-		if k == nil {
-			return fmt.Errorf("service account token is signed by key %q, which is not an accepted key", kid)
+		k, ok := a.keys.Lookup(ctx, kid)
+		if !ok {
+			return PublicKey{}, fmt.Errorf("service account token is signed by key %q, which is not an accepted key", kid)
 		}
 		if err := tok.Claims(k.Key, claims...); err != nil {
-			return errBadSignature
+			return PublicKey{}, errBadSignature
 		}
-		return nil
+		return k, nil
 	}
-	for _, k := range a.keys.Public {
+	for _, k := range a.keys.Accepted() {
 		if err := tok.Claims(k.Key, claims...); err == nil {
-			return nil
+			return k, nil
 		}
 	}
-	return errBadSignature
+	return PublicKey{}, errBadSignature
+}
+
+// keyAccepted says whether the key that verified a cached token is still accepted: a key
+// source that rotates (an external signer) may drop it, and its tokens then go with it.
+func (a *Authenticator) keyAccepted(ctx context.Context, v *verifiedClaims) bool {
+	k, ok := a.keys.Lookup(ctx, v.key.ID)
+	if !ok {
+		return false
+	}
+	same, ok := k.Key.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && same.Equal(v.key.Key)
 }
 
 func (a *Authenticator) authenticateBound(ctx context.Context, public *jwt.Claims, private *privateClaims) (*authenticator.Response, bool, error) {

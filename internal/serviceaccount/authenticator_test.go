@@ -102,11 +102,11 @@ func newFixture(t testing.TB, signing crypto.Signer, extra ...crypto.PublicKey) 
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(testNow)
-	iss, err := NewIssuer(testIssuer, keys, clk)
+	signer, err := keys.Signer()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixture{keys: keys, issuer: iss, clock: clk}
+	return fixture{keys: keys, issuer: NewIssuer(testIssuer, signer, clk), clock: clk}
 }
 
 func (f fixture) authenticator(o objects) *Authenticator {
@@ -120,7 +120,7 @@ func (f fixture) issue(t testing.TB, b Binding, audiences ...string) Token {
 	if len(audiences) == 0 {
 		audiences = []string{testIssuer}
 	}
-	tok, err := f.issuer.Issue(TokenRequest{Binding: b, Audiences: audiences, Lifetime: time.Hour})
+	tok, err := f.issuer.Issue(context.Background(), TokenRequest{Binding: b, Audiences: audiences, Lifetime: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestIssuedClaims(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tok, err := f.issuer.Issue(TokenRequest{Binding: tc.binding, Audiences: []string{"a", "b"}, Lifetime: time.Hour, WarnAfter: tc.warnAfter})
+			tok, err := f.issuer.Issue(context.Background(), TokenRequest{Binding: tc.binding, Audiences: []string{"a", "b"}, Lifetime: time.Hour, WarnAfter: tc.warnAfter})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,6 +327,12 @@ func TestAuthenticateRejects(t *testing.T) {
 			c["pad"] = strings.Repeat("x", MaxTokenLength)
 			return signRaw(t, f.keys.Signing, f.keys.signingKey().ID, jose.ES256, c)
 		}, nil, nil, "more than 16384"},
+		// An identity provider's long token is the JWT issuers' to judge, after this authenticator.
+		{"over-long, another issuer's", func() string {
+			c := bound("https://idp.example", []string{testIssuer}, testNow)
+			c["groups"] = strings.Repeat("g", MaxTokenLength)
+			return signRaw(t, f.keys.Signing, f.keys.signingKey().ID, jose.ES256, c)
+		}, nil, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -429,7 +435,7 @@ func TestLegacyTokens(t *testing.T) {
 		}},
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
-	raw, err := f.issuer.IssueLegacy(testSA, secret)
+	raw, err := f.issuer.IssueLegacy(context.Background(), testSA, secret)
 	if err != nil {
 		t.Fatal(err)
 	}

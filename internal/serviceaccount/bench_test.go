@@ -26,7 +26,7 @@ func BenchmarkToken(b *testing.B) {
 		req := TokenRequest{Binding: binding, Audiences: []string{testIssuer}, Lifetime: time.Hour}
 		b.Run("sign/"+k.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := f.issuer.Issue(req); err != nil {
+				if _, err := f.issuer.Issue(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}

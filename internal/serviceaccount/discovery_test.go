@@ -1,6 +1,7 @@
 package serviceaccount
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDiscovery(t *testing.T) {
@@ -74,5 +76,62 @@ func get(t *testing.T, h http.Handler, into any) {
 	h.ServeHTTP(post, httptest.NewRequest(http.MethodPost, "/", nil))
 	if post.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST = %d, want 405", post.Code)
+	}
+}
+
+// changingKeys is a key source whose keys change, as an external signer's do.
+type changingKeys struct {
+	keys     []PublicKey
+	freshFor time.Duration
+}
+
+func (c *changingKeys) Lookup(_ context.Context, kid string) (PublicKey, bool) {
+	for _, k := range c.keys {
+		if k.ID == kid {
+			return k, true
+		}
+	}
+	return PublicKey{}, false
+}
+func (c *changingKeys) Accepted() []PublicKey   { return c.keys }
+func (c *changingKeys) FreshFor() time.Duration { return c.freshFor }
+
+// TestDiscoveryFollowsTheKeys checks that the documents show the keys as they are at each
+// request, without those excluded from discovery, cacheable until the keys may change.
+func TestDiscoveryFollowsTheKeys(t *testing.T) {
+	legacy, err := NewPublicKey("legacy", ecKey(t).Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy.ExcludeFromDiscovery = true
+	current, err := NewPublicKey("current", ecKey(t).Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := &changingKeys{keys: []PublicKey{legacy}, freshFor: 90 * time.Second}
+	d, err := NewDiscovery("https://idplane.test", "https://idplane.test/openid/v1/jwks", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := func() string {
+		var set struct{ Keys []struct{ Kid string } }
+		get(t, d.JWKSHandler(), &set)
+		var ids []string
+		for _, k := range set.Keys {
+			ids = append(ids, k.Kid)
+		}
+		return strings.Join(ids, ",")
+	}
+	if got := kids(); got != "" {
+		t.Fatalf("published %q; a key excluded from discovery must not be", got)
+	}
+	keys.keys = append(keys.keys, current)
+	if got := kids(); got != "current" {
+		t.Fatalf("published %q, want the key added since", got)
+	}
+	rec := httptest.NewRecorder()
+	d.JWKSHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if got := rec.Header().Get("Cache-Control"); got != "public, max-age=90" {
+		t.Fatalf("Cache-Control %q, want max-age of the keys' freshness", got)
 	}
 }

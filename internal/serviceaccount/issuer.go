@@ -1,6 +1,8 @@
 package serviceaccount
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,24 +14,46 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Issuer signs service-account tokens with the signing key, in the name of one issuer.
-type Issuer struct {
-	name   string
-	signer jose.Signer
-	clock  clock.PassiveClock
+// Signer turns a token's claims (the JWT payload, JSON) into a signed compact JWT: with a local
+// key, or by asking an external signer.
+type Signer interface {
+	Sign(ctx context.Context, payload []byte) (string, error)
 }
 
-// NewIssuer returns an issuer named name (the "iss" claim) signing with keys.Signing.
-func NewIssuer(name string, keys *Keys, clk clock.PassiveClock) (*Issuer, error) {
-	k := keys.signingKey()
+// localSigner signs with the private key of the files.
+type localSigner struct{ signer jose.Signer }
+
+func (s localSigner) Sign(_ context.Context, payload []byte) (string, error) {
+	jws, err := s.signer.Sign(payload)
+	if err != nil {
+		return "", err
+	}
+	return jws.CompactSerialize()
+}
+
+// Signer returns the Signer of the signing key.
+func (k *Keys) Signer() (Signer, error) {
+	pk := k.signingKey()
 	signer, err := jose.NewSigner(
-		jose.SigningKey{Algorithm: k.Algorithm, Key: jose.JSONWebKey{Key: keys.Signing, KeyID: k.ID}},
+		jose.SigningKey{Algorithm: pk.Algorithm, Key: jose.JSONWebKey{Key: k.Signing, KeyID: pk.ID}},
 		(&jose.SignerOptions{}).WithType("JWT"),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("building the service-account token signer: %w", err)
 	}
-	return &Issuer{name: name, signer: signer, clock: clk}, nil
+	return localSigner{signer}, nil
+}
+
+// Issuer signs service-account tokens with a Signer, in the name of one issuer.
+type Issuer struct {
+	name   string
+	signer Signer
+	clock  clock.PassiveClock
+}
+
+// NewIssuer returns an issuer named name (the "iss" claim) signing with signer.
+func NewIssuer(name string, signer Signer, clk clock.PassiveClock) *Issuer {
+	return &Issuer{name: name, signer: signer, clock: clk}
 }
 
 // Name is the issuer's "iss".
@@ -54,7 +78,7 @@ type Token struct {
 }
 
 // Issue signs a bound token.
-func (i *Issuer) Issue(r TokenRequest) (Token, error) {
+func (i *Issuer) Issue(ctx context.Context, r TokenRequest) (Token, error) {
 	start := i.clock.Now()
 	now := start.Truncate(time.Second)
 	sa := r.Binding.ServiceAccount
@@ -73,7 +97,10 @@ func (i *Issuer) Issue(r TokenRequest) (Token, error) {
 	if r.WarnAfter > 0 {
 		private.Kubernetes.WarnAfter = jwt.NewNumericDate(now.Add(r.WarnAfter))
 	}
-	raw, err := jwt.Signed(i.signer).Claims(public).Claims(private).Serialize()
+	raw, err := i.sign(ctx, struct {
+		jwt.Claims
+		privateClaims
+	}{public, private})
 	if err != nil {
 		return Token{}, fmt.Errorf("signing token for service account %s/%s: %w", sa.Namespace, sa.Name, err)
 	}
@@ -83,7 +110,7 @@ func (i *Issuer) Issue(r TokenRequest) (Token, error) {
 
 // IssueLegacy signs a token that never expires, for a kubernetes.io/service-account-token secret;
 // it authenticates only while that secret holds it.
-func (i *Issuer) IssueLegacy(sa *corev1.ServiceAccount, secret *corev1.Secret) (string, error) {
+func (i *Issuer) IssueLegacy(ctx context.Context, sa *corev1.ServiceAccount, secret *corev1.Secret) (string, error) {
 	public := jwt.Claims{Issuer: LegacyIssuer, Subject: apiserviceaccount.MakeUsername(sa.Namespace, sa.Name)}
 	private := legacyClaims{
 		Namespace:          sa.Namespace,
@@ -91,9 +118,21 @@ func (i *Issuer) IssueLegacy(sa *corev1.ServiceAccount, secret *corev1.Secret) (
 		ServiceAccountName: sa.Name,
 		ServiceAccountUID:  string(sa.UID),
 	}
-	raw, err := jwt.Signed(i.signer).Claims(public).Claims(private).Serialize()
+	raw, err := i.sign(ctx, struct {
+		jwt.Claims
+		legacyClaims
+	}{public, private})
 	if err != nil {
 		return "", fmt.Errorf("signing legacy token for service account %s/%s: %w", sa.Namespace, sa.Name, err)
 	}
 	return raw, nil
+}
+
+// sign encodes claims, one struct of the registered and private claims, as the payload.
+func (i *Issuer) sign(ctx context.Context, claims any) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("encoding claims: %w", err)
+	}
+	return i.signer.Sign(ctx, payload)
 }

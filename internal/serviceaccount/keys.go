@@ -4,6 +4,7 @@
 package serviceaccount
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -12,6 +13,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"k8s.io/client-go/util/keyutil"
@@ -29,7 +31,38 @@ type PublicKey struct {
 	ID        string
 	Algorithm jose.SignatureAlgorithm
 	Key       crypto.PublicKey
+	// ExcludeFromDiscovery keeps the key out of the published key set: an external signer's key
+	// that still verifies older tokens (legacy ones, say) but signs nothing new.
+	ExcludeFromDiscovery bool
 }
+
+// PublicKeys are the keys tokens are verified with: local files read once, or an external
+// signer's set, refreshed.
+type PublicKeys interface {
+	// Lookup returns the accepted key named kid. A source that can learn of new keys asks for
+	// them before it answers that a key is unknown.
+	Lookup(ctx context.Context, kid string) (PublicKey, bool)
+	// Accepted returns every accepted key.
+	Accepted() []PublicKey
+	// FreshFor is how long a relying party may cache the published key set.
+	FreshFor() time.Duration
+}
+
+var _ PublicKeys = (*Keys)(nil)
+
+// Lookup finds a key of the files.
+func (k *Keys) Lookup(_ context.Context, kid string) (PublicKey, bool) {
+	if p := k.find(kid); p != nil {
+		return *p, true
+	}
+	return PublicKey{}, false
+}
+
+// Accepted returns the keys of the files, the signing key's first.
+func (k *Keys) Accepted() []PublicKey { return k.Public }
+
+// FreshFor is an hour: the files change only with a restart.
+func (k *Keys) FreshFor() time.Duration { return time.Hour }
 
 // NewKeys pairs a signing key with the extra public keys accepted for rotation. Duplicates of a
 // key are dropped so that the JWKS lists each key once.
@@ -82,6 +115,26 @@ func (k *Keys) find(id string) *PublicKey {
 
 // signingKey is the signing key's own entry of Public.
 func (k *Keys) signingKey() PublicKey { return k.Public[0] }
+
+// NewPublicKey checks a public key the way local keys are checked (type, size, curve) and gives
+// it its algorithm, under the ID its source names it by.
+func NewPublicKey(id string, pub crypto.PublicKey) (PublicKey, error) {
+	alg, err := algorithmFor(pub)
+	if err != nil {
+		return PublicKey{}, err
+	}
+	return PublicKey{ID: id, Algorithm: alg, Key: pub}, nil
+}
+
+// IsAcceptedAlgorithm says whether tokens may be signed with alg.
+func IsAcceptedAlgorithm(alg string) bool {
+	for _, a := range acceptedAlgorithms {
+		if string(a) == alg {
+			return true
+		}
+	}
+	return false
+}
 
 // newPublicKey names a key by the SHA-256 of its DER form, as Kubernetes does, so that a key keeps
 // its ID across restarts and replicas, and picks the algorithm its type signs with.

@@ -12,7 +12,7 @@ import (
 func TestStaleTokens(t *testing.T) {
 	RegisterMetrics()
 	f := newFixture(t, ecKey(t))
-	tok, err := f.issuer.Issue(TokenRequest{
+	tok, err := f.issuer.Issue(context.Background(), TokenRequest{
 		Binding: Binding{ServiceAccount: testSA}, Audiences: []string{testIssuer},
 		Lifetime: 24 * time.Hour, WarnAfter: time.Hour,
 	})

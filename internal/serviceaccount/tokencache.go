@@ -13,14 +13,16 @@ import (
 )
 
 // verifiedClaims are a token's claims once its signature has been checked: a function of the
-// token's bytes and the accepted keys only. Everything that can change later (expiry against the
-// clock, the audiences a review asks for, the objects the token names) is checked again on every
-// use, so a cached entry can never make a token authenticate where the uncached path would not.
+// token's bytes and the key that verified it only. Everything that can change later (that key
+// still accepted, expiry against the clock, the audiences a review asks for, the objects the
+// token names) is checked again on every use, so a cached entry can never make a token authenticate where the uncached path would not.
 type verifiedClaims struct {
 	public jwt.Claims
 	bound  privateClaims
 	// legacy is set for tokens kept in secrets; bound is then empty.
 	legacy *legacyClaims
+	// key verified the signature; a hit needs it still accepted.
+	key PublicKey
 }
 
 // objectKey names an object a token depends on; kind is the informer's resource.
@@ -146,6 +148,15 @@ func (c *tokenCache) invalidate(k objectKey) {
 	c.generation++
 	for h := range c.byObject[k] {
 		c.removeLocked(h, c.entries[h])
+	}
+}
+
+// remove drops the entry of one token.
+func (c *tokenCache) remove(h tokenHash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[h]; ok {
+		c.removeLocked(h, e)
 	}
 }
 

@@ -31,7 +31,7 @@ func legacyFixture(t *testing.T, f fixture) (string, objects) {
 		}},
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
-	raw, err := f.issuer.IssueLegacy(testSA, secret)
+	raw, err := f.issuer.IssueLegacy(context.Background(), testSA, secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +76,8 @@ func TestCachedSameAsUncached(t *testing.T) {
 			if n := a.cache.len(); n != 1 {
 				t.Fatalf("cache holds %d entries, want 1", n)
 			}
-			// No key verifies anything now: only the cache can answer.
-			a.keys = &Keys{}
-			if _, ok, err := a.AuthenticateToken(ctx, tc.raw); !ok || err != nil {
-				t.Fatalf("hit without keys = %v, %v: the cache was not used", ok, err)
+			if _, ok := a.cache.get(hashToken(tc.raw), f.clock.Now()); !ok {
+				t.Fatal("the token is not in the cache")
 			}
 			// Another audience is asked for: refused on a hit as on the uncached path.
 			vault := authenticator.WithAudiences(ctx, authenticator.Audiences{"vault"})
@@ -92,6 +90,29 @@ func TestCachedSameAsUncached(t *testing.T) {
 				t.Errorf("hit after %s went = %v, %v; want refused as deleted", tc.dep, ok, err)
 			}
 		})
+	}
+}
+
+// TestCachedTokenGoesWithItsKey: when the key that verified a cached token is no longer accepted
+// (an external signer stopped publishing it), the hit is refused as the uncached path refuses it.
+func TestCachedTokenGoesWithItsKey(t *testing.T) {
+	f := newFixture(t, ecKey(t))
+	raw := f.issue(t, Binding{ServiceAccount: testSA, Pod: testPod, Node: testNode}).Raw
+	a := f.cachedAuthenticator(liveObjects(), 10)
+	if _, ok, err := a.AuthenticateToken(context.Background(), raw); !ok || err != nil {
+		t.Fatalf("AuthenticateToken = %v, %v", ok, err)
+	}
+	rotated, err := NewKeys(ecKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.keys = rotated
+	_, ok, err := a.AuthenticateToken(context.Background(), raw)
+	if ok || err == nil || !strings.Contains(err.Error(), "not an accepted key") {
+		t.Errorf("after the key went AuthenticateToken = %v, %v; want refused", ok, err)
+	}
+	if n := a.cache.len(); n != 0 {
+		t.Errorf("cache holds %d entries after the key went", n)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/idplane/idplane/internal/testing/pcrtest"
+	"github.com/idplane/idplane/internal/testing/testkeys"
 )
 
 // pcrNow is the server's clock in the status tests.
@@ -22,7 +23,7 @@ var pcrNow = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 
 func validPCR(t *testing.T) func() *certificatesv1.PodCertificateRequest {
 	return func() *certificatesv1.PodCertificateRequest {
-		return pcrtest.Request(t, pcrtest.Key(t, pcrtest.ECDSAP256))
+		return pcrtest.Request(t, testkeys.Key(t, testkeys.ECDSAP256))
 	}
 }
 
@@ -31,18 +32,18 @@ func TestValidatePodCertificateRequestKeyTypes(t *testing.T) {
 		key  string
 		want []want
 	}{
-		{pcrtest.RSA3072, nil},
-		{pcrtest.RSA4096, nil},
-		{pcrtest.ECDSAP256, nil},
-		{pcrtest.ECDSAP384, nil},
-		{pcrtest.ECDSAP521, nil},
-		{pcrtest.Ed25519, nil},
-		{pcrtest.RSA2048, []want{invalid("spec.stubPKCS10Request")}},
-		{pcrtest.ECDSAP224, []want{invalid("spec.stubPKCS10Request")}},
+		{testkeys.RSA3072, nil},
+		{testkeys.RSA4096, nil},
+		{testkeys.ECDSAP256, nil},
+		{testkeys.ECDSAP384, nil},
+		{testkeys.ECDSAP521, nil},
+		{testkeys.Ed25519, nil},
+		{testkeys.RSA, []want{invalid("spec.stubPKCS10Request")}},
+		{testkeys.ECDSAP224, []want{invalid("spec.stubPKCS10Request")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.key, func(t *testing.T) {
-			expectErrors(t, ValidatePodCertificateRequest(pcrtest.Request(t, pcrtest.Key(t, tc.key))), tc.want...)
+			expectErrors(t, ValidatePodCertificateRequest(pcrtest.Request(t, testkeys.Key(t, tc.key))), tc.want...)
 		})
 	}
 }
@@ -138,8 +139,8 @@ func pcrCondition(typ string, status metav1.ConditionStatus) metav1.Condition {
 }
 
 func TestValidatePodCertificateRequestStatusUpdate(t *testing.T) {
-	key := pcrtest.Key(t, pcrtest.ECDSAP256)
-	other := pcrtest.Key(t, pcrtest.Ed25519)
+	key := testkeys.Key(t, testkeys.ECDSAP256)
+	other := testkeys.Key(t, testkeys.Ed25519)
 	pending := pcrtest.Request(t, key)
 	pending.ResourceVersion = "1"
 	issued := func(notBefore time.Time, lifetime time.Duration) *certificatesv1.PodCertificateRequest {
@@ -230,7 +231,7 @@ func TestValidatePodCertificateRequestStatusUpdate(t *testing.T) {
 // testdata/podcertificaterequest_errors.txt (regenerate with -update).
 func TestPodCertificateRequestErrorMessages(t *testing.T) {
 	valid := validPCR(t)
-	key := pcrtest.Key(t, pcrtest.ECDSAP256)
+	key := testkeys.Key(t, testkeys.ECDSAP256)
 	pending := pcrtest.Request(t, key)
 	pending.ResourceVersion = "1"
 	issued := func(mutate func(*certificatesv1.PodCertificateRequest)) *certificatesv1.PodCertificateRequest {
@@ -247,7 +248,7 @@ func TestPodCertificateRequestErrorMessages(t *testing.T) {
 		{"create: range, key, annotations", ValidatePodCertificateRequest(mutated(valid, func(r *certificatesv1.PodCertificateRequest) {
 			r.Spec.SignerName = "kubernetes.io/kube-apiserver-client-pod"
 			r.Spec.MaxExpirationSeconds = ptrTo[int32](90000)
-			r.Spec.StubPKCS10Request = pcrtest.StubRequest(t, pcrtest.Key(t, pcrtest.ECDSAP224))
+			r.Spec.StubPKCS10Request = pcrtest.StubRequest(t, testkeys.Key(t, testkeys.ECDSAP224))
 			r.Spec.UnverifiedUserAnnotations = map[string]string{"plain": ""}
 		}))},
 		{"create: bad signature", ValidatePodCertificateRequest(mutated(valid, func(r *certificatesv1.PodCertificateRequest) {
@@ -304,7 +305,7 @@ func TestPodCertificateRequestErrorMessages(t *testing.T) {
 // FuzzPodCertificateRequest feeds arbitrary stub requests and certificate chains to the create
 // and issue rules: whatever a node or a signer sends, the answer is an error list, never a panic.
 func FuzzPodCertificateRequest(f *testing.F) {
-	key := pcrtest.Key(f, pcrtest.ECDSAP256)
+	key := testkeys.Key(f, testkeys.ECDSAP256)
 	base := pcrtest.Request(f, key)
 	issued := base.DeepCopy()
 	pcrtest.Issue(f, issued, key, pcrNow, 24*time.Hour)

@@ -21,6 +21,8 @@ func tokenCreate(t *testing.T, dir string, args ...string) (stdout, stderr strin
 	t.Helper()
 	cmd := exec.Command(idplaneBin, append([]string{"token", "create"}, args...)...)
 	cmd.Dir = dir
+	// kubectl's loading rules apply: no $KUBECONFIG or ~/.kube/config of the developer's.
+	cmd.Env = append(withoutEnv(os.Environ(), "KUBECONFIG", "HOME"), "HOME="+dir)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()
@@ -96,7 +98,7 @@ func TestBootstrapTokenCreateErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"default kubeconfig missing", nil, "idplane-data/admin.kubeconfig"},
+		{"no kubeconfig found", nil, "pass --kubeconfig or set KUBECONFIG"},
 		{"bad kubeconfig", []string{"--kubeconfig", garbage}, "loading admin kubeconfig"},
 		{"negative ttl", []string{"--kubeconfig", garbage, "--ttl", "-1h"}, "negative"},
 	}

@@ -221,22 +221,11 @@ func Start(ctx context.Context, c Config) (*Identity, error) {
 		if err != nil {
 			return stopOnError(fmt.Errorf("serving certificate store in %s: %w", pkiDir(root), err))
 		}
-		servingManager, err := newManager(certificate.Config{
-			Name:             "kubelet-serving",
-			Template:         template,
-			SignerName:       certificatesv1.KubeletServingSignerName,
-			GetUsages:        certificate.DefaultKubeletServingGetUsages,
-			CertificateStore: servingStore,
-			ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) {
-				return kubernetes.NewForConfig(id.RESTConfig())
-			},
-		})
-		if err != nil {
-			return stopOnError(fmt.Errorf("serving certificate manager: %w", err))
-		}
+		servingManager := newServingRequester(bgCtx, template, servingStore, filepath.Join(pkiDir(root), servingPairPrefix+"-pending.key"),
+			func() (kubernetes.Interface, error) { return kubernetes.NewForConfig(id.RESTConfig()) }, clk)
 		id.serving = &rotation{
 			name: "kubelet-serving", manager: servingManager, template: template, clock: clk, random: rand.Float64,
-			pending: "approval of the kubelet-serving CSR (idplane server --approve-kubelet-serving, or an administrator's kubectl certificate approve)",
+			pending: "approval of the kubelet-serving CSR (idplane server --approve-kubelet-serving, or kubectl certificate approve)",
 		}
 		id.goRun(bgCtx, id.serving)
 	} else {

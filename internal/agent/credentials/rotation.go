@@ -2,6 +2,7 @@ package credentials
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"net"
 	"slices"
@@ -9,20 +10,22 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/certificate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/idplane/idplane/internal/agent/clockwait"
 )
 
-// rotatingManager is client-go's certificate manager with the RotateCerts method its concrete
-// type has. The manager's own Start schedules rotations on the wall clock, which a test cannot
-// drive; the agent schedules them on its injected clock and lets the manager do the rest:
-// generate the key, submit the CSR, wait for issuance, store the pair and serve it from Current.
+// rotatingManager is what a rotation needs of a certificate's manager: client-go's, with the
+// RotateCerts method its concrete type has, for the client certificate, and the agent's own
+// servingRequester for the serving one. client-go's own Start schedules rotations on the wall
+// clock, which a test cannot drive; the agent schedules them on its injected clock and lets the
+// manager do the rest: get a key, submit the CSR, wait for issuance, store the pair and serve it
+// from Current.
 type rotatingManager interface {
-	certificate.Manager
+	Current() *tls.Certificate
 	RotateCerts() (bool, error)
+	Stop()
 }
 
 // The renewal window: a certificate is renewed at a random point between these fractions of its

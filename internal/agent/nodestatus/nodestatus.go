@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -79,7 +80,7 @@ func Run(ctx context.Context, client kubernetes.Interface, c Config) error {
 		return nil
 	}
 	// Renewal starts once the Node exists, so that the Lease names it as its owner from the first.
-	leases := lease.NewController(r.clock, client, c.NodeName, int32(r.cfg.LeaseDuration/time.Second), nil,
+	leases := lease.NewController(r.clock, client, c.NodeName, int32(r.cfg.LeaseDuration/time.Second), r.heartbeatFailed,
 		r.cfg.LeaseDuration/4, c.NodeName, corev1.NamespaceNodeLease, r.ownLease)
 	var wg sync.WaitGroup
 	wg.Go(func() { leases.Run(ctx) })
@@ -100,7 +101,15 @@ type reporter struct {
 	// node is the Node as the server last returned it to the agent; the status checks compare
 	// against it instead of reading the Node again.
 	node *corev1.Node
+
+	// lapsed: lease renewals failed since the last status write, for long enough that the node
+	// lifecycle controller may have marked the Node Unknown, which the cached Node would not
+	// show; the next status check writes everything the agent owns.
+	lapsed atomic.Bool
 }
+
+// heartbeatFailed is the lease controller's word that renewals keep failing.
+func (r *reporter) heartbeatFailed() { r.lapsed.Store(true) }
 
 func newReporter(client kubernetes.Interface, c Config) (*reporter, error) {
 	if c.OS == "" {
@@ -292,7 +301,8 @@ func (r *reporter) syncStatus(ctx context.Context) error {
 	last := r.getNode()
 	now := r.clock.Now()
 	beat, hasReady := lastHeartbeat(last)
-	due := !hasReady || now.Sub(beat) >= r.cfg.StatusUpdateFrequency
+	lapsed := r.lapsed.Swap(false)
+	due := !hasReady || now.Sub(beat) >= r.cfg.StatusUpdateFrequency || lapsed
 	if !due && apiequality.Semantic.DeepEqual(last, r.desired(last, beat)) {
 		return nil
 	}
@@ -302,6 +312,9 @@ func (r *reporter) syncStatus(ctx context.Context) error {
 	}
 	patched, err := r.patchStatus(ctx, base, r.desired(last, now))
 	if err != nil {
+		if lapsed {
+			r.lapsed.Store(true)
+		}
 		// The library does not keep the server's error, so a failed write asks whether the
 		// Node is still there.
 		if _, getErr := r.client.CoreV1().Nodes().Get(ctx, r.cfg.NodeName, metav1.GetOptions{}); !apierrors.IsNotFound(getErr) {

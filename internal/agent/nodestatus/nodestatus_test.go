@@ -441,3 +441,57 @@ func TestDualStackHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// An agent whose lease renewals kept failing (cut off from the server, which may meanwhile
+// have marked the Node Unknown) writes its whole status at the next check, not at the next
+// due write: its cached Node cannot show what the node lifecycle controller did.
+func TestStatusWrittenAfterHeartbeatsLapsed(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	client := fake.NewClientset()
+	withUIDs(client)
+	var failing atomic.Bool
+	var failures atomic.Int32
+	client.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			failures.Add(1)
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	cfg := testConfig(clk)
+	cfg.LeaseDuration = time.Second // renewed every 250 ms on the real clock
+	run(t, client, cfg)
+	settled(t, clk)
+
+	// A check before anything failed writes nothing.
+	client.ClearActions()
+	clk.Step(10 * time.Second)
+	settled(t, clk)
+	for _, a := range client.Actions() {
+		if a.GetResource().Resource == "nodes" {
+			t.Fatalf("a status check with healthy heartbeats made a request: %s", a.GetVerb())
+		}
+	}
+
+	failing.Store(true)
+	// The third failure comes after the lease controller reported the second.
+	eventually(t, "repeated renewal failures", func() error {
+		if n := failures.Load(); n < 3 {
+			return fmt.Errorf("%d failures", n)
+		}
+		return nil
+	})
+	failing.Store(false)
+	client.ClearActions()
+	clk.Step(10 * time.Second)
+	settled(t, clk)
+	patched := slices.ContainsFunc(client.Actions(), func(a clienttesting.Action) bool {
+		return a.GetResource().Resource == "nodes" && a.GetSubresource() == "status" && a.GetVerb() == "patch"
+	})
+	if !patched {
+		t.Fatal("no status write at the first check after the heartbeats lapsed")
+	}
+	if got := readyCondition(getNode(t, client)).LastHeartbeatTime; !got.Time.Equal(clk.Now()) {
+		t.Errorf("Ready heartbeat %v, want the check's time %v", got, clk.Now())
+	}
+}

@@ -77,6 +77,8 @@ type Manager struct {
 	// reported is the CredentialsReady condition last written per pod: the cached pod may not
 	// show it yet when the pod syncs again.
 	reported map[types.UID]corev1.PodCondition
+	// announced is the outcome last logged per pod (see announce).
+	announced map[types.UID]string
 }
 
 // New returns a manager; Run starts it.
@@ -88,12 +90,13 @@ func New(c Config) *Manager {
 		c.Workers = 8
 	}
 	m := &Manager{
-		c:        c,
-		podsDir:  filepath.Join(c.RootDir, "pods"),
-		tokens:   tokens.New(tokenRequester{c.Client}, c.Clock),
-		written:  map[string]types.UID{},
-		adopted:  map[types.UID]bool{},
-		reported: map[types.UID]corev1.PodCondition{},
+		c:         c,
+		podsDir:   filepath.Join(c.RootDir, "pods"),
+		tokens:    tokens.New(tokenRequester{c.Client}, c.Clock),
+		written:   map[string]types.UID{},
+		adopted:   map[types.UID]bool{},
+		reported:  map[types.UID]corev1.PodCondition{},
+		announced: map[types.UID]string{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "agent-pods", Clock: c.Clock}),
@@ -159,7 +162,12 @@ func (m *Manager) processNext(ctx context.Context) bool {
 	next, err := m.sync(ctx, key)
 	switch {
 	case err != nil:
-		klog.FromContext(ctx).Error(err, "Syncing pod", "pod", key)
+		// A pod whose files wait for something was announced once; its retries are detail.
+		if isProblem(err) {
+			klog.FromContext(ctx).V(2).Info("Pod volumes not written yet, retrying", "pod", key, "err", err)
+		} else {
+			klog.FromContext(ctx).Error(err, "Syncing pod", "pod", key)
+		}
 		m.queue.AddRateLimited(key)
 	default:
 		m.queue.Forget(key)
@@ -232,6 +240,7 @@ func (m *Manager) sync(ctx context.Context, key string) (time.Time, error) {
 	if err := m.setCondition(ctx, pod, problem); err != nil {
 		return time.Time{}, err
 	}
+	m.announce(ctx, pod, problem)
 	if problem != nil {
 		if problem.event {
 			m.c.Recorder.Event(pod, corev1.EventTypeWarning, problem.reason, problem.message)
@@ -244,8 +253,12 @@ func (m *Manager) sync(ctx context.Context, key string) (time.Time, error) {
 // problem is why a pod's credentials are not ready.
 type problem struct {
 	reason, message string
-	// event: the problem is worth an Event (not merely waiting for an object to appear).
+	// event: the problem is worth an Event at every sync (not merely waiting for an object to
+	// appear).
 	event bool
+	// missing: a secret or config map the pod needs does not exist; announce makes it one
+	// FailedMount event.
+	missing bool
 }
 
 func (p *problem) Error() string { return p.reason + ": " + p.message }
@@ -337,7 +350,7 @@ func (m *Manager) writeVolume(ctx context.Context, pod *corev1.Pod, v *corev1.Vo
 	if err != nil {
 		// The builder's errors name the pod and the volume.
 		if volumes.IsNotReady(err) {
-			return &problem{reason: "VolumeNotReady", message: err.Error()}
+			return &problem{reason: "VolumeNotReady", message: err.Error(), missing: missingObject(err)}
 		}
 		return &problem{reason: "FailedMount", message: err.Error(), event: true}
 	}
@@ -485,6 +498,7 @@ func (m *Manager) forget(key string) error {
 	m.mu.Lock()
 	delete(m.adopted, uid)
 	delete(m.reported, uid)
+	delete(m.announced, uid)
 	m.mu.Unlock()
 	m.tokens.Forget(uid)
 	return m.removePodDir(uid)

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 )
 
@@ -50,6 +52,7 @@ type harness struct {
 	client  *fake.Clientset
 	root    string
 	events  *record.FakeRecorder
+	logs    ktesting.Buffer // the manager's log at the default verbosity
 	mu      sync.Mutex
 	tokens  int
 	stopped chan struct{}
@@ -69,7 +72,9 @@ func start(t *testing.T, objects ...runtime.Object) *harness {
 		tr.Status = authenticationv1.TokenRequestStatus{Token: "a.b.c", ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
 		return true, tr, nil
 	})
-	ctx, cancel := context.WithCancel(context.Background())
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0), ktesting.BufferLogs(true)))
+	h.logs = logger.GetSink().(ktesting.Underlier).GetBuffer()
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	m := New(Config{NodeName: "n1", RootDir: h.root, Client: h.client, Recorder: h.events, Clock: clock.RealClock{}, Workers: 2})
 	go func() {
 		defer close(h.stopped)

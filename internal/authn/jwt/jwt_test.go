@@ -211,12 +211,12 @@ func TestUpdate(t *testing.T) {
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if ok, err := authenticates(tokenA); !ok {
+	if ok, _ := authenticates(tokenA); !ok {
 		// Discovery at New is in the background: wait for it through an Update to the same set.
 		if err := a.Update(ctx, parse(federationConfig(clusterA.URL, clusterA.CAPEM))); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err = authenticates(tokenA); !ok {
+		if ok, err := authenticates(tokenA); !ok {
 			t.Fatalf("cluster A's token after a refused update: %v", err)
 		}
 	}

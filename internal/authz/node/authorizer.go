@@ -558,6 +558,16 @@ func (a *Authorizer) Explain(node, resource, namespace, name string) (path []str
 	return a.graph.path(node, k, namespace, name)
 }
 
+// ExplainKind reports whether Explain knows resource (singular or plural) and whether objects
+// of that kind live in a namespace.
+func ExplainKind(resource string) (namespaced, ok bool) {
+	k, ok := kindFor(resource)
+	return ok && k != kindPV && k != kindVolumeAttachment, ok
+}
+
+// ExplainKinds are the kinds Explain knows, singular.
+func ExplainKinds() []string { return slices.Clone(kindNames[:]) }
+
 func kindFor(name string) (kind, bool) {
 	name = strings.ToLower(name)
 	for k, n := range kindNames {

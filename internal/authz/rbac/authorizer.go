@@ -134,6 +134,25 @@ func (a *Authorizer) HasSynced() bool {
 	return true
 }
 
+// HoldsClusterPolicy reports whether the index holds every named ClusterRole and
+// ClusterRoleBinding: that objects just written have reached the decisions, not only the
+// store, which HasSynced does not say of objects written after the informers' first lists.
+func (a *Authorizer) HoldsClusterPolicy(clusterRoles, clusterRoleBindings []string) bool {
+	a.idx.mu.RLock()
+	defer a.idx.mu.RUnlock()
+	for _, name := range clusterRoles {
+		if _, ok := a.idx.roles[roleKey{cluster: true, name: name}]; !ok {
+			return false
+		}
+	}
+	for _, name := range clusterRoleBindings {
+		if _, ok := a.idx.bindings[bindingKey{cluster: true, name: name}]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Authorize allows the request when a binding that applies to its user grants it. The
 // NoOpinion reason is empty unless a binding's role could not be found, which it names.
 func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {

@@ -10,16 +10,13 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
-	certlisters "k8s.io/client-go/listers/certificates/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/controller/sweeper"
 )
 
 // Ages after which a CSR goes, as upstream's cleaner.
@@ -30,57 +27,23 @@ const (
 	sweepEvery = time.Minute
 )
 
-// Cleaner sweeps the CSR cache and deletes what has outlived its use.
-type Cleaner struct {
-	client kubernetes.Interface
-	lister certlisters.CertificateSigningRequestLister
-	synced cache.InformerSynced
-	clock  clock.PassiveClock
-}
-
 // New returns the cleaner over the CSR informer.
-func New(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, clk clock.PassiveClock) *Cleaner {
-	return &Cleaner{client: client, lister: csrs.Lister(), synced: csrs.Informer().HasSynced, clock: clk}
-}
-
-// Run sweeps until ctx ends.
-func (c *Cleaner) Run(ctx context.Context) {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
+func New(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, clk clock.PassiveClock) *sweeper.Sweeper[*certificatesv1.CertificateSigningRequest] {
+	lister := csrs.Lister()
+	return &sweeper.Sweeper[*certificatesv1.CertificateSigningRequest]{
+		Kind:   "certificate signing request",
+		Synced: csrs.Informer().HasSynced,
+		Clock:  clk,
+		Every:  sweepEvery,
+		List:   func() ([]*certificatesv1.CertificateSigningRequest, error) { return lister.List(labels.Everything()) },
+		Due:    due,
+		// The resourceVersion precondition keeps a CSR changed since the cache saw it, and so
+		// perhaps no longer due (answered since), from being deleted.
+		MatchResourceVersion: true,
+		Delete: func(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, pre *metav1.Preconditions) error {
+			return client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{Preconditions: pre})
+		},
 	}
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := c.Sweep(ctx); err != nil {
-			klog.ErrorS(err, "Cleaning certificate signing requests")
-		}
-	}, sweepEvery)
-}
-
-// Sweep deletes every CSR that is due now.
-func (c *Cleaner) Sweep(ctx context.Context) error {
-	csrs, err := c.lister.List(labels.Everything())
-	if err != nil {
-		return fmt.Errorf("listing certificate signing requests: %w", err)
-	}
-	now := c.clock.Now()
-	for _, csr := range csrs {
-		why := due(csr, now)
-		if why == "" {
-			continue
-		}
-		// The precondition keeps a CSR changed since the cache saw it, and so perhaps no
-		// longer due, from being deleted.
-		err := c.client.CertificatesV1().CertificateSigningRequests().Delete(ctx, csr.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &csr.UID, ResourceVersion: &csr.ResourceVersion},
-		})
-		switch {
-		case err == nil:
-			klog.V(2).InfoS("Deleted certificate signing request", "csr", csr.Name, "reason", why)
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		default:
-			return fmt.Errorf("deleting CSR %q: %w", csr.Name, err)
-		}
-	}
-	return nil
 }
 
 // due says why the CSR should go now, or "" when it stays.

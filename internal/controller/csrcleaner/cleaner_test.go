@@ -83,7 +83,7 @@ func TestSweep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.Synced) {
 		t.Fatal("cache did not sync")
 	}
 	if err := c.Sweep(ctx); err != nil {

@@ -8,16 +8,14 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
-	certlisters "k8s.io/client-go/listers/certificates/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/controller/sweeper"
 )
 
 const (
@@ -27,58 +25,28 @@ const (
 	sweepEvery = 30 * time.Second
 )
 
-// Cleaner sweeps the request cache and deletes requests older than maxAge.
-type Cleaner struct {
-	client kubernetes.Interface
-	lister certlisters.PodCertificateRequestLister
-	synced cache.InformerSynced
-	clock  clock.PassiveClock
-}
-
 // New returns the cleaner over the request informer.
-func New(client kubernetes.Interface, pcrs certinformers.PodCertificateRequestInformer, clk clock.PassiveClock) *Cleaner {
-	return &Cleaner{client: client, lister: pcrs.Lister(), synced: pcrs.Informer().HasSynced, clock: clk}
-}
-
-// Run sweeps until ctx ends.
-func (c *Cleaner) Run(ctx context.Context) {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := c.Sweep(ctx); err != nil {
-			klog.ErrorS(err, "Cleaning pod certificate requests")
-		}
-	}, sweepEvery)
-}
-
-// Sweep deletes every request that is due now, and goes on past a failed delete.
-func (c *Cleaner) Sweep(ctx context.Context) error {
-	pcrs, err := c.lister.List(labels.Everything())
-	if err != nil {
-		return fmt.Errorf("listing pod certificate requests: %w", err)
-	}
-	now := c.clock.Now()
-	var failed []error
-	for _, r := range pcrs {
-		if now.Sub(r.CreationTimestamp.Time) <= maxAge {
-			continue
-		}
+func New(client kubernetes.Interface, pcrs certinformers.PodCertificateRequestInformer, clk clock.PassiveClock) *sweeper.Sweeper[*certificatesv1.PodCertificateRequest] {
+	lister := pcrs.Lister()
+	return &sweeper.Sweeper[*certificatesv1.PodCertificateRequest]{
+		Kind:   "pod certificate request",
+		Synced: pcrs.Informer().HasSynced,
+		Clock:  clk,
+		Every:  sweepEvery,
+		List:   func() ([]*certificatesv1.PodCertificateRequest, error) { return lister.List(labels.Everything()) },
+		Due:    due,
 		// The UID precondition keeps a request recreated under the same name since the cache
 		// saw it from being deleted early.
-		err := c.client.CertificatesV1().PodCertificateRequests(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &r.UID},
-		})
-		switch {
-		case err == nil:
-			klog.V(2).InfoS("Deleted pod certificate request", "podCertificateRequest", klog.KObj(r), "age", now.Sub(r.CreationTimestamp.Time))
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		default:
-			failed = append(failed, fmt.Errorf("deleting pod certificate request %s/%s: %w", r.Namespace, r.Name, err))
-		}
+		Delete: func(ctx context.Context, r *certificatesv1.PodCertificateRequest, pre *metav1.Preconditions) error {
+			return client.CertificatesV1().PodCertificateRequests(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{Preconditions: pre})
+		},
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d deletes failed, the first: %w", len(failed), failed[0])
+}
+
+// due: every request goes maxAge after its creation, answered or not.
+func due(r *certificatesv1.PodCertificateRequest, now time.Time) string {
+	if age := now.Sub(r.CreationTimestamp.Time); age > maxAge {
+		return fmt.Sprintf("created %v ago", age.Round(time.Second))
 	}
-	return nil
+	return ""
 }

@@ -38,7 +38,7 @@ func sweep(t *testing.T, client *fake.Clientset) error {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	c := New(client, factory.Certificates().V1().PodCertificateRequests(), testclock.NewFakePassiveClock(now))
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.Synced) {
 		t.Fatal("cache did not sync")
 	}
 	return c.Sweep(ctx)

@@ -115,8 +115,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	signer := c.cfg.Signers[pcr.Spec.SignerName]
+	denial, err := liveIdentity(ctx, c.client, pcr)
+	if err != nil {
+		return fmt.Errorf("signing pod certificate request %s: %w", key, err)
+	}
 	now := c.cfg.Clock.Now()
-	out := signer.Policy.Decide(c.cfg.Params, signer.CA, pcr, now)
+	var out podcert.Outcome
+	if denial != "" {
+		out = podcert.Outcome{Condition: certificatesv1.PodCertificateRequestConditionTypeDenied, Reason: ReasonIdentityNotLive, Message: denial}
+	} else {
+		out = signer.Policy.Decide(c.cfg.Params, signer.CA, pcr, now)
+	}
 	if out.Retry {
 		// Nothing is signed meanwhile; the queue's backoff asks again.
 		return fmt.Errorf("signing pod certificate request %s: %s", key, out.Message)

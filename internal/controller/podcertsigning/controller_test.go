@@ -15,6 +15,7 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
@@ -74,7 +75,12 @@ func pcr(t *testing.T, name, signer string, ed bool) *certificatesv1.PodCertific
 // before the controller is built.
 func newController(t *testing.T, edit func(map[string]Signer), objs ...*certificatesv1.PodCertificateRequest) (*Controller, *fake.Clientset, *clocktesting.FakeClock, map[string]*certificates.CA) {
 	t.Helper()
-	client := fake.NewClientset()
+	// The identity every request of pcr names, live.
+	client := fake.NewClientset(
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "pod-uid"}, Spec: corev1.PodSpec{ServiceAccountName: "sa", NodeName: "n"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa", UID: "sa-uid"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "node-uid"}},
+	)
 	for _, o := range objs {
 		if _, err := client.CertificatesV1().PodCertificateRequests(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -111,12 +117,25 @@ func newController(t *testing.T, edit func(map[string]Signer), objs ...*certific
 func TestSync(t *testing.T) {
 	issuedBefore := pcr(t, "done", podcert.SPIFFESignerName, false)
 	issuedBefore.Status.Conditions = []metav1.Condition{{Type: "Denied", Status: metav1.ConditionTrue, Reason: "Earlier"}}
+	// Requests naming an identity that is not the live one: a creator other than a node is not
+	// checked by NodeRestriction, so the signer checks before it certifies.
+	stale := func(name string, edit func(*certificatesv1.PodCertificateRequestSpec)) *certificatesv1.PodCertificateRequest {
+		r := pcr(t, name, podcert.SPIFFESignerName, false)
+		edit(&r.Spec)
+		return r
+	}
 	c, client, clk, cas := newController(t, nil,
 		pcr(t, "spiffe", podcert.SPIFFESignerName, false),
 		pcr(t, "spiffe-ed", podcert.SPIFFESignerName, true),
 		pcr(t, "client", podcert.ClientPodSignerName, true),
 		pcr(t, "other", "example.com/signer", false),
 		issuedBefore,
+		stale("no-pod", func(s *certificatesv1.PodCertificateRequestSpec) { s.PodName = "gone" }),
+		stale("pod-replaced", func(s *certificatesv1.PodCertificateRequestSpec) { s.PodUID = "old-pod-uid" }),
+		stale("other-sa", func(s *certificatesv1.PodCertificateRequestSpec) { s.ServiceAccountName = "admin" }),
+		stale("sa-replaced", func(s *certificatesv1.PodCertificateRequestSpec) { s.ServiceAccountUID = "old-sa-uid" }),
+		stale("other-node", func(s *certificatesv1.PodCertificateRequestSpec) { s.NodeName = "m" }),
+		stale("node-replaced", func(s *certificatesv1.PodCertificateRequestSpec) { s.NodeUID = "old-node-uid" }),
 	)
 	ctx := context.Background()
 	for _, tc := range []struct{ name, condition, reason string }{
@@ -125,6 +144,12 @@ func TestSync(t *testing.T) {
 		{"client", "Issued", "Issued"},
 		{"other", "", ""},
 		{"done", "Denied", "Earlier"},
+		{"no-pod", "Denied", ReasonIdentityNotLive},
+		{"pod-replaced", "Denied", ReasonIdentityNotLive},
+		{"other-sa", "Denied", ReasonIdentityNotLive},
+		{"sa-replaced", "Denied", ReasonIdentityNotLive},
+		{"other-node", "Denied", ReasonIdentityNotLive},
+		{"node-replaced", "Denied", ReasonIdentityNotLive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := c.sync(ctx, "ns/"+tc.name); err != nil {

@@ -25,7 +25,7 @@ import (
 
 // Issuer signs legacy tokens.
 type Issuer interface {
-	IssueLegacy(*corev1.ServiceAccount, *corev1.Secret) (string, error)
+	IssueLegacy(context.Context, *corev1.ServiceAccount, *corev1.Secret) (string, error)
 }
 
 // Controller keeps service-account token secrets filled and removes those of deleted accounts.
@@ -161,7 +161,7 @@ func (c *Controller) fill(ctx context.Context, secret *corev1.Secret, sa *corev1
 	}
 	s.Annotations[corev1.ServiceAccountUIDKey] = string(sa.UID)
 	if len(s.Data[corev1.ServiceAccountTokenKey]) == 0 {
-		token, err := c.issuer.IssueLegacy(sa, s)
+		token, err := c.issuer.IssueLegacy(ctx, sa, s)
 		if err != nil {
 			return err
 		}

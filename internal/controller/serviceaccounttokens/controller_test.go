@@ -15,7 +15,7 @@ import (
 
 type fakeIssuer struct{}
 
-func (fakeIssuer) IssueLegacy(sa *corev1.ServiceAccount, s *corev1.Secret) (string, error) {
+func (fakeIssuer) IssueLegacy(_ context.Context, sa *corev1.ServiceAccount, s *corev1.Secret) (string, error) {
 	return "token-of-" + sa.Name + "-in-" + s.Name, nil
 }
 

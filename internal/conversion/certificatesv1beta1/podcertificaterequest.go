@@ -1,5 +1,7 @@
 package certificatesv1beta1
 
+//lint:file-ignore SA1019 v1beta1's deprecated pkixPublicKey and proofOfPossession are named to refuse them: v1 cannot hold them.
+
 import (
 	"maps"
 

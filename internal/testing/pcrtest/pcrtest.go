@@ -6,10 +6,8 @@ package pcrtest
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -21,52 +19,6 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// Key types, by the names tables show.
-const (
-	RSA3072   = "RSA 3072"
-	RSA4096   = "RSA 4096"
-	RSA2048   = "RSA 2048" // refused by the API
-	ECDSAP256 = "ECDSA P-256"
-	ECDSAP384 = "ECDSA P-384"
-	ECDSAP521 = "ECDSA P-521"
-	ECDSAP224 = "ECDSA P-224" // refused by the API
-	Ed25519   = "Ed25519"
-)
-
-var keys = struct {
-	sync.Mutex
-	m map[string]crypto.Signer
-}{m: map[string]crypto.Signer{}}
-
-// Key is the test binary's key of the named type.
-func Key(t testing.TB, name string) crypto.Signer {
-	t.Helper()
-	keys.Lock()
-	defer keys.Unlock()
-	if k, ok := keys.m[name]; ok {
-		return k
-	}
-	var key crypto.Signer
-	var err error
-	switch name {
-	case RSA2048, RSA3072, RSA4096:
-		bits := map[string]int{RSA2048: 2048, RSA3072: 3072, RSA4096: 4096}[name]
-		key, err = rsa.GenerateKey(rand.Reader, bits)
-	case ECDSAP224, ECDSAP256, ECDSAP384, ECDSAP521:
-		curve := map[string]elliptic.Curve{ECDSAP224: elliptic.P224(), ECDSAP256: elliptic.P256(), ECDSAP384: elliptic.P384(), ECDSAP521: elliptic.P521()}[name]
-		key, err = ecdsa.GenerateKey(curve, rand.Reader)
-	case Ed25519:
-		_, key, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		t.Fatalf("unknown key type %q", name)
-	}
-	if err != nil {
-		t.Fatalf("making a %s key: %v", name, err)
-	}
-	keys.m[name] = key
-	return key
-}
 
 // StubRequest is an empty PKCS#10 request (DER) signed with key, as a kubelet makes one.
 func StubRequest(t testing.TB, key crypto.Signer) []byte {

@@ -13,14 +13,19 @@ import (
 	"testing"
 )
 
-// The key types, by the names tests show.
+// The key types, by the names tests show. RSA is 2048 bits.
 const (
 	RSA       = "RSA"
+	RSA3072   = "RSA 3072"
+	RSA4096   = "RSA 4096"
+	ECDSAP224 = "ECDSA P-224"
 	ECDSAP256 = "ECDSA P-256"
+	ECDSAP384 = "ECDSA P-384"
+	ECDSAP521 = "ECDSA P-521"
 	Ed25519   = "Ed25519"
 )
 
-// Types are every key type, in the order tables run them.
+// Types are the key types every signer takes, in the order tables run them.
 func Types() []string { return []string{RSA, ECDSAP256, Ed25519} }
 
 var made = struct {
@@ -39,10 +44,11 @@ func Key(t testing.TB, name string) crypto.Signer {
 	var key crypto.Signer
 	var err error
 	switch name {
-	case RSA:
-		key, err = rsa.GenerateKey(rand.Reader, 2048)
-	case ECDSAP256:
-		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case RSA, RSA3072, RSA4096:
+		key, err = rsa.GenerateKey(rand.Reader, map[string]int{RSA: 2048, RSA3072: 3072, RSA4096: 4096}[name])
+	case ECDSAP224, ECDSAP256, ECDSAP384, ECDSAP521:
+		curve := map[string]elliptic.Curve{ECDSAP224: elliptic.P224(), ECDSAP256: elliptic.P256(), ECDSAP384: elliptic.P384(), ECDSAP521: elliptic.P521()}[name]
+		key, err = ecdsa.GenerateKey(curve, rand.Reader)
 	case Ed25519:
 		_, key, err = ed25519.GenerateKey(rand.Reader)
 	default:

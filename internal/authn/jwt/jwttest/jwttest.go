@@ -4,6 +4,7 @@
 package jwttest
 
 import (
+	"context"
 	"crypto"
 	"encoding/pem"
 	"net/http"
@@ -61,10 +62,11 @@ func StartNamed(t testing.TB, key crypto.Signer, name string) *Issuer {
 		t.Fatal(err)
 	}
 	clock := clocktesting.NewFakePassiveClock(time.Now())
-	issuer, err := serviceaccount.NewIssuer(name, keys, clock)
+	signer, err := keys.Signer()
 	if err != nil {
 		t.Fatal(err)
 	}
+	issuer := serviceaccount.NewIssuer(name, signer, clock)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	i := &Issuer{Name: name, URL: srv.URL, CAPEM: string(ca), Clock: clock, issuer: issuer, server: srv}
 	mux.Handle("/.well-known/openid-configuration", discovery.ConfigurationHandler())
@@ -92,7 +94,7 @@ func (i *Issuer) PodToken(t testing.TB, namespace, name, podName, audience strin
 	t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-sa-" + name)}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: podName, UID: types.UID("uid-pod-" + podName)}}
-	tok, err := i.issuer.Issue(serviceaccount.TokenRequest{
+	tok, err := i.issuer.Issue(context.Background(), serviceaccount.TokenRequest{
 		Binding:   serviceaccount.Binding{ServiceAccount: sa, Pod: pod},
 		Audiences: []string{audience},
 		Lifetime:  lifetime,

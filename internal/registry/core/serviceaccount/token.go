@@ -42,6 +42,9 @@ type TokenConfig struct {
 	// ExtendExpiration issues serviceaccount.InjectedTokenSeconds requests bound to pods for
 	// serviceaccount.ExtendedTokenLifetime, whatever the maximum, as upstream.
 	ExtendExpiration bool
+	// ExtendedLifetime, when positive, replaces serviceaccount.ExtendedTokenLifetime: an external
+	// signer that signs nothing longer than its maximum gets min(a year, that maximum).
+	ExtendedLifetime time.Duration
 }
 
 // Getters are the storage the bound objects of a token are read from.
@@ -124,8 +127,11 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	if r.extends(req, binding) {
 		issue.WarnAfter = issue.Lifetime
 		issue.Lifetime = serviceaccount.ExtendedTokenLifetime
+		if r.config.ExtendedLifetime > 0 {
+			issue.Lifetime = r.config.ExtendedLifetime
+		}
 	}
-	tok, err := r.config.Issuer.Issue(issue)
+	tok, err := r.config.Issuer.Issue(ctx, issue)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

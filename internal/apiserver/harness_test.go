@@ -60,7 +60,7 @@ func (ts *testServer) stop() {
 	}
 }
 
-func waitReady(t *testing.T, cfg *rest.Config) {
+func waitReady(t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -81,7 +81,7 @@ func waitReady(t *testing.T, cfg *rest.Config) {
 
 // ensureServiceAccount creates a service account unless it exists: the ServiceAccount admission
 // plugin refuses pods whose account is missing, and a controller may create "default" first.
-func ensureServiceAccount(t *testing.T, client kubernetes.Interface, namespace, name string) *corev1.ServiceAccount {
+func ensureServiceAccount(t testing.TB, client kubernetes.Interface, namespace, name string) *corev1.ServiceAccount {
 	t.Helper()
 	accounts := client.CoreV1().ServiceAccounts(namespace)
 	sa, err := accounts.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})

@@ -102,6 +102,11 @@ type tokenParts struct {
 	config        saregistry.TokenConfig
 }
 
+// verifiedTokenCacheSize bounds the verified-token cache: a few hundred bytes an entry, so a few
+// MiB when full. Entries go with their objects, so a deleted pod's token is refused as soon as
+// the uncached path would refuse it.
+const verifiedTokenCacheSize = 16384
+
 // signer and publicKeys are the external signer's, else the key files'.
 func (t *tokenSettings) signer() (serviceaccount.Signer, error) {
 	if t.external != nil {
@@ -128,7 +133,11 @@ func (t *tokenSettings) build(client kubernetes.Interface, factory informers.Sha
 	auth := serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
 		Issuers: t.issuers, Keys: t.publicKeys(), APIAudiences: t.audiences,
 		Getter: serviceaccount.NewInformerGetter(client, factory), Clock: clock.RealClock{},
+		CacheSize: verifiedTokenCacheSize,
 	})
+	if err := auth.WatchObjects(factory); err != nil {
+		return tokenParts{}, fmt.Errorf("watching the objects cached tokens name: %w", err)
+	}
 	return tokenParts{
 		authenticator: auth,
 		config: saregistry.TokenConfig{

@@ -2,6 +2,7 @@ package serviceaccount
 
 import (
 	"context"
+	"crypto"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -47,6 +48,9 @@ type AuthenticatorConfig struct {
 	APIAudiences authenticator.Audiences
 	Getter       Getter
 	Clock        clock.PassiveClock
+	// CacheSize bounds the cache of verified tokens (their claims, keyed by the token's hash);
+	// 0 disables it. Entries go with the objects the token names once WatchObjects is called.
+	CacheSize int
 }
 
 // Authenticator authenticates service-account tokens: bound tokens of the accepted issuers and
@@ -57,17 +61,22 @@ type Authenticator struct {
 	audiences authenticator.Audiences
 	getter    Getter
 	clock     clock.PassiveClock
+	cache     *tokenCache
 }
 
 // NewAuthenticator returns the authenticator for c.
 func NewAuthenticator(c AuthenticatorConfig) *Authenticator {
-	return &Authenticator{
+	a := &Authenticator{
 		issuers:   sets.New(c.Issuers...),
 		keys:      c.Keys,
 		audiences: c.APIAudiences,
 		getter:    c.Getter,
 		clock:     c.Clock,
 	}
+	if c.CacheSize > 0 {
+		a.cache = newTokenCache(c.CacheSize)
+	}
+	return a
 }
 
 var _ authenticator.Token = (*Authenticator)(nil)
@@ -78,6 +87,37 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	if strings.Count(raw, ".") != 2 {
 		return nil, false, nil
 	}
+	// A token that verified before is served from the cache; none longer than ours can be in it.
+	if a.cache == nil || len(raw) > MaxTokenLength {
+		claims, ok, err := a.parse(ctx, raw)
+		if !ok || err != nil {
+			return nil, ok, err
+		}
+		return a.authenticateVerified(ctx, raw, claims)
+	}
+	h := hashToken(raw)
+	if claims, ok := a.cache.get(h, a.clock.Now()); ok {
+		if a.keyAccepted(ctx, claims) {
+			return a.authenticateVerified(ctx, raw, claims)
+		}
+		// The key that signed it is no longer accepted: the uncached path says why.
+		a.cache.remove(h)
+	}
+	generation := a.cache.begin()
+	claims, ok, err := a.parse(ctx, raw)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	resp, ok, err := a.authenticateVerified(ctx, raw, claims)
+	if ok && err == nil {
+		a.cache.add(h, claims, generation)
+	}
+	return resp, ok, err
+}
+
+// parse verifies the signature of a token of an accepted issuer and decodes its claims; it
+// answers (nil, false, nil) for a token of another issuer.
+func (a *Authenticator) parse(ctx context.Context, raw string) (*verifiedClaims, bool, error) {
 	// Another issuer's token is left to the JWT issuers after this authenticator, whatever its
 	// length: an identity provider's token with many group claims may be long. Only the issuer
 	// claim is decoded before the length of one of ours is bounded.
@@ -100,19 +140,26 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 	if err != nil {
 		return nil, false, fmt.Errorf("malformed service account token: %w", err)
 	}
-	var public jwt.Claims
+	v := &verifiedClaims{}
 	if iss == LegacyIssuer {
-		var legacy legacyClaims
-		if err := a.verify(ctx, tok, &public, &legacy); err != nil {
+		v.legacy = &legacyClaims{}
+		if v.key, err = a.verify(ctx, tok, &v.public, v.legacy); err != nil {
 			return nil, false, err
 		}
-		return a.authenticateLegacy(ctx, raw, &public, &legacy)
+		return v, true, nil
 	}
-	var private privateClaims
-	if err := a.verify(ctx, tok, &public, &private); err != nil {
+	if v.key, err = a.verify(ctx, tok, &v.public, &v.bound); err != nil {
 		return nil, false, err
 	}
-	return a.authenticateBound(ctx, &public, &private)
+	return v, true, nil
+}
+
+// authenticateVerified runs every check that depends on more than the token's bytes.
+func (a *Authenticator) authenticateVerified(ctx context.Context, raw string, v *verifiedClaims) (*authenticator.Response, bool, error) {
+	if v.legacy != nil {
+		return a.authenticateLegacy(ctx, raw, &v.public, v.legacy)
+	}
+	return a.authenticateBound(ctx, &v.public, &v.bound)
 }
 
 // unverifiedIssuer reads "iss" from a compact JWS (three parts) without verifying it, only to decide
@@ -135,28 +182,39 @@ func unverifiedIssuer(raw string) (string, bool) {
 var errBadSignature = errors.New("service account token signature is invalid")
 
 // verify checks the signature with the key the token names, or with every accepted key when it
-// names none, and decodes the claims.
-func (a *Authenticator) verify(ctx context.Context, tok *jwt.JSONWebToken, claims ...any) error {
+// names none, decodes the claims and returns the key that verified them.
+func (a *Authenticator) verify(ctx context.Context, tok *jwt.JSONWebToken, claims ...any) (PublicKey, error) {
 	if len(tok.Headers) != 1 {
-		return errors.New("service account token must have exactly one signature")
+		return PublicKey{}, errors.New("service account token must have exactly one signature")
 	}
 	kid := tok.Headers[0].KeyID
 	if kid != "" {
 		k, ok := a.keys.Lookup(ctx, kid)
 		if !ok {
-			return fmt.Errorf("service account token is signed by key %q, which is not an accepted key", kid)
+			return PublicKey{}, fmt.Errorf("service account token is signed by key %q, which is not an accepted key", kid)
 		}
 		if err := tok.Claims(k.Key, claims...); err != nil {
-			return errBadSignature
+			return PublicKey{}, errBadSignature
 		}
-		return nil
+		return k, nil
 	}
 	for _, k := range a.keys.Accepted() {
 		if err := tok.Claims(k.Key, claims...); err == nil {
-			return nil
+			return k, nil
 		}
 	}
-	return errBadSignature
+	return PublicKey{}, errBadSignature
+}
+
+// keyAccepted says whether the key that verified a cached token is still accepted: a key
+// source that rotates (an external signer) may drop it, and its tokens then go with it.
+func (a *Authenticator) keyAccepted(ctx context.Context, v *verifiedClaims) bool {
+	k, ok := a.keys.Lookup(ctx, v.key.ID)
+	if !ok {
+		return false
+	}
+	same, ok := k.Key.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && same.Equal(v.key.Key)
 }
 
 func (a *Authenticator) authenticateBound(ctx context.Context, public *jwt.Claims, private *privateClaims) (*authenticator.Response, bool, error) {

@@ -25,7 +25,7 @@ func TestNodeLifecycleThroughTheServer(t *testing.T) {
 	self := nodeClient(t, s, "node1")
 	now := metav1.Now()
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}
-	node, err := self.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, metav1.CreateOptions{})
+	_, err := self.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestNodeLifecycleThroughTheServer(t *testing.T) {
 	}
 
 	// Silent past the grace period: Unknown, tainted, pod not ready.
-	node = waitForNode1(t, s.client, "silent node1 Ready Unknown and tainted unreachable", func(n *corev1.Node) bool {
+	node := waitForNode1(t, s.client, "silent node1 Ready Unknown and tainted unreachable", func(n *corev1.Node) bool {
 		return readyOf(n).Status == corev1.ConditionUnknown && hasLifecycleTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) && hasLifecycleTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule)
 	})
 	if c := readyOf(node); c.Reason != "NodeStatusUnknown" || c.Message != "Kubelet stopped posting node status." {

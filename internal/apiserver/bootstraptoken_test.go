@@ -240,12 +240,16 @@ func TestKubeletServingApproval(t *testing.T) {
 	ctx := context.Background()
 	registerNode(t, s, "n1",
 		corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n1"},
-		corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.1"})
+		corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.1"})
 	n1, n2 := nodeClient(t, s, "n1"), nodeClient(t, s, "n2")
 
-	createAs(t, n1, servingCSR(t, "n1-evil", "n1", []string{"n1", "evil.example.com"}, "10.0.0.1"))
-	createAs(t, n2, servingCSR(t, "n2-early", "n2", []string{"n2"}, "10.0.0.2"))
-	createAs(t, n1, servingCSR(t, "n1-serving", "n1", []string{"n1"}, "10.0.0.1"))
+	createAs(t, n1, servingCSR(t, "n1-evil", "n1", []string{"n1", "evil.example.com"}, "192.0.2.1"))
+	createAs(t, n2, servingCSR(t, "n2-early", "n2", []string{"n2"}, "192.0.2.2"))
+	// The kubernetes Service's ClusterIP (10.0.0.1 by default) is the API server's name, which
+	// no node may have a certificate for, even one whose Node lists it.
+	registerNode(t, s, "n3", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.1"})
+	createAs(t, nodeClient(t, s, "n3"), servingCSR(t, "n3-clusterip", "n3", nil, "10.0.0.1"))
+	createAs(t, n1, servingCSR(t, "n1-serving", "n1", []string{"n1"}, "192.0.2.1"))
 	certPEM := issued(t, s.testServer, "n1-serving")
 	block, _ := pem.Decode(certPEM)
 	cert, err := x509.ParseCertificate(block.Bytes)
@@ -258,10 +262,11 @@ func TestKubeletServingApproval(t *testing.T) {
 	// The approver works through CSRs in the order it sees them: it has judged the two before.
 	pending(t, s.testServer, "n1-evil")
 	pending(t, s.testServer, "n2-early")
+	pending(t, s.testServer, "n3-clusterip")
 
 	// First the Node shows only the IP (the DNS name n2 is not yet the node's), then its hostname
 	// label: each change of its names has the approver look at its pending CSRs again.
-	registerNode(t, s, "n2", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.2"})
+	registerNode(t, s, "n2", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.2"})
 	node2, err := s.client.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -172,7 +172,7 @@ var leaderControllers = []controller{
 
 // buildControllers builds every leader controller on fresh informers.
 func buildControllers(cc controllerContext) (informers.SharedInformerFactory, []func(context.Context), error) {
-	cc.informers = informers.NewSharedInformerFactory(cc.client, 10*time.Minute)
+	cc.informers = newInformerFactory(cc.client)
 	runs := make([]func(context.Context), 0, len(leaderControllers))
 	for _, c := range leaderControllers {
 		run, err := c.build(cc)

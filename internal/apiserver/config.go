@@ -18,6 +18,7 @@ import (
 	"k8s.io/component-base/compatibility"
 
 	generated "github.com/idplane/idplane/internal/generated/openapi"
+	"github.com/idplane/idplane/internal/managedfields"
 	"github.com/idplane/idplane/internal/version"
 )
 
@@ -97,5 +98,11 @@ func newLoopback(config *rest.Config) (loopback, error) {
 	if err != nil {
 		return loopback{}, fmt.Errorf("building loopback dynamic client: %w", err)
 	}
-	return loopback{client: client, dyn: dyn, informers: informers.NewSharedInformerFactory(client, 10*time.Minute)}, nil
+	return loopback{client: client, dyn: dyn, informers: newInformerFactory(client)}, nil
+}
+
+// newInformerFactory is how the server's parts get their informers: without managed fields,
+// which none of them reads.
+func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithTransform(managedfields.Drop))
 }

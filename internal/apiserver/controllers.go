@@ -13,7 +13,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -47,8 +46,8 @@ import (
 var systemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // controllerContext is what the leader's controllers are built from. informers is new for each
-// term: a lost term leaves no event handlers or shut-down queues behind on the server's own
-// informers, and the next term starts clean.
+// term (see termInformers): a lost term leaves no event handlers or shut-down queues behind on
+// the server's own informers, and the next term starts clean.
 type controllerContext struct {
 	client     kubernetes.Interface
 	dyn        dynamic.Interface
@@ -65,7 +64,9 @@ type controllerContext struct {
 	// apiServerNames are the names the serving certificate covers, which no node's may.
 	apiServerNames certificates.ServerNames
 	nodeLifecycle  NodeLifecycleOptions
-	informers      informers.SharedInformerFactory
+	// shared are the server's informers, which the terms' informers draw on.
+	shared    *sharedInformers
+	informers *termInformers
 	// clusterInfo is the kubeconfig the bootstrap signer publishes in kube-public/cluster-info.
 	clusterInfo []byte
 	// podCerts are the built-in pod certificate signers' CAs, podCertOptions their settings.
@@ -86,29 +87,29 @@ type controller struct {
 // the informers behind admission and authorization and the node graph, is not here.
 var leaderControllers = []controller{
 	{"namespace-controller", func(cc controllerContext) (func(context.Context), error) {
-		c, err := namespacecontroller.New(cc.client, cc.dyn, cc.informers.Core().V1().Namespaces())
+		c, err := namespacecontroller.New(cc.client, cc.dyn, cc.informers.Namespaces())
 		return func(ctx context.Context) { c.Run(ctx, 2) }, err
 	}},
 	{"serviceaccount-controller", func(cc controllerContext) (func(context.Context), error) {
-		c, err := serviceaccount.New(cc.client, cc.informers.Core().V1().Namespaces(), cc.informers.Core().V1().ServiceAccounts())
+		c, err := serviceaccount.New(cc.client, cc.informers.Namespaces(), cc.informers.ServiceAccounts())
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"root-ca-cert-publisher", func(cc controllerContext) (func(context.Context), error) {
-		core := cc.informers.Core().V1()
+		core := cc.informers
 		c, err := rootcacertpublisher.New(cc.client, core.Namespaces(), core.ConfigMaps(), cc.caPEM)
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"serviceaccount-tokens-controller", func(cc controllerContext) (func(context.Context), error) {
-		core := cc.informers.Core().V1()
+		core := cc.informers
 		c, err := serviceaccounttokens.New(cc.client, cc.issuer, cc.caPEM, core.Secrets(), core.ServiceAccounts())
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"clusterrole-aggregation-controller", func(cc controllerContext) (func(context.Context), error) {
-		c, err := clusterroleaggregation.New(cc.client, cc.informers.Rbac().V1().ClusterRoles())
+		c, err := clusterroleaggregation.New(cc.client, cc.informers.ClusterRoles())
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"csr-signing-controller", func(cc controllerContext) (func(context.Context), error) {
-		c, err := csrsigning.New(cc.client, cc.informers.Certificates().V1().CertificateSigningRequests(), csrsigning.Config{
+		c, err := csrsigning.New(cc.client, cc.informers.CertificateSigningRequests(), csrsigning.Config{
 			Signers: cc.signers, MaxDuration: cc.signingDuration, Clock: clock.RealClock{},
 		})
 		return func(ctx context.Context) { c.Run(ctx, 2) }, err
@@ -118,13 +119,13 @@ var leaderControllers = []controller{
 		events := record.NewBroadcaster()
 		cfg := csrapproving.Config{
 			ApproveKubeletServing: cc.approveKubeletServing,
-			Secrets:               cc.informers.Core().V1().Secrets(),
+			Secrets:               cc.informers.Secrets(),
 			Recorder:              events.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: "csrapproving"}),
 		}
 		if cc.approveKubeletServing {
-			cfg.Nodes, cfg.APIServer = cc.informers.Core().V1().Nodes(), cc.apiServerNames
+			cfg.Nodes, cfg.APIServer = cc.informers.Nodes(), cc.apiServerNames
 		}
-		c, err := csrapproving.New(cc.client, cc.authorizer, cc.informers.Certificates().V1().CertificateSigningRequests(), cfg)
+		c, err := csrapproving.New(cc.client, cc.authorizer, cc.informers.CertificateSigningRequests(), cfg)
 		return func(ctx context.Context) {
 			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.client.CoreV1().Events("")})
 			defer events.Shutdown()
@@ -132,11 +133,11 @@ var leaderControllers = []controller{
 		}, err
 	}},
 	{"bootstrap-token-cleaner", func(cc controllerContext) (func(context.Context), error) {
-		c, err := tokencleaner.New(cc.client, cc.informers.Core().V1().Secrets(), cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
+		c, err := tokencleaner.New(cc.client, cc.informers.Secrets(), cc.informers.CertificateSigningRequests(), clock.RealClock{})
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"bootstrap-signer", func(cc controllerContext) (func(context.Context), error) {
-		core := cc.informers.Core().V1()
+		core := cc.informers
 		c, err := bootstrapsigner.New(cc.client, core.ConfigMaps(), core.Secrets(), bootstrapsigner.Config{Kubeconfig: cc.clusterInfo, Clock: clock.RealClock{}})
 		if err != nil {
 			return nil, err
@@ -144,11 +145,11 @@ var leaderControllers = []controller{
 		return c.Run, nil
 	}},
 	{"csr-cleaner", func(cc controllerContext) (func(context.Context), error) {
-		c := csrcleaner.New(cc.client, cc.informers.Certificates().V1().CertificateSigningRequests(), clock.RealClock{})
+		c := csrcleaner.New(cc.client, cc.informers.CertificateSigningRequests(), clock.RealClock{})
 		return c.Run, nil
 	}},
 	{"pod-certificate-request-cleaner", func(cc controllerContext) (func(context.Context), error) {
-		return pcrcleaner.New(cc.client, cc.informers.Certificates().V1().PodCertificateRequests(), clock.RealClock{}).Run, nil
+		return pcrcleaner.New(cc.client, cc.informers.PodCertificateRequests(), clock.RealClock{}).Run, nil
 	}},
 	{"trust-bundle-publisher", func(cc controllerContext) (func(context.Context), error) {
 		cas := map[string]trustbundlepublisher.CA{}
@@ -172,9 +173,9 @@ var leaderControllers = []controller{
 	nodeLifecycleController,
 }
 
-// buildControllers builds every leader controller on fresh informers.
-func buildControllers(cc controllerContext) (informers.SharedInformerFactory, []func(context.Context), error) {
-	cc.informers = informers.NewSharedInformerFactory(cc.client, 10*time.Minute)
+// buildControllers builds every leader controller on a new term's informers.
+func buildControllers(cc controllerContext) (*termInformers, []func(context.Context), error) {
+	cc.informers = newTermInformers(cc.client, cc.shared.factory)
 	runs := make([]func(context.Context), 0, len(leaderControllers))
 	for _, c := range leaderControllers {
 		run, err := c.build(cc)
@@ -189,19 +190,23 @@ func buildControllers(cc controllerContext) (informers.SharedInformerFactory, []
 // runControllers runs the leader controllers until ctx ends and returns once all have stopped,
 // so that a replica's next term, or its lease release, never overlaps them.
 func runControllers(ctx context.Context, cc controllerContext) {
-	factory, runs, err := buildControllers(cc)
+	serverStop, ok := cc.shared.running(ctx)
+	if !ok {
+		return
+	}
+	term, runs, err := buildControllers(cc)
 	if err != nil {
 		// build checked the same construction at start-up.
 		klog.ErrorS(err, "Starting the controllers")
 		return
 	}
-	factory.Start(ctx.Done())
+	term.start(ctx.Done(), serverStop)
 	var wg sync.WaitGroup
 	for _, run := range runs {
 		wg.Go(func() { run(ctx) })
 	}
 	wg.Wait()
-	factory.Shutdown()
+	term.end()
 }
 
 // controllers puts the built-in controllers together: the start-up tasks every replica runs and
@@ -222,6 +227,7 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 		approveKubeletServing: a.o.ApproveKubeletServing, apiServerNames: apiServerNames,
 		nodeLifecycle: a.o.NodeLifecycle,
 		podCerts:      a.podCerts, podCertOptions: a.o.PodCertificates,
+		shared: newSharedInformers(a.loopback.informers),
 	}
 	if err := a.podCerts.addReloadHook(srv); err != nil {
 		return err
@@ -248,7 +254,7 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 			return err
 		}
 	}
-	return addControllers(srv, cc, a.loopback.informers, authz.rbac, authz.nodeGraph, elector)
+	return addControllers(srv, cc, authz.rbac, authz.nodeGraph, elector)
 }
 
 // addControllers registers the start-up tasks every replica runs as post-start hooks (the server
@@ -256,9 +262,12 @@ func (a *assembly) controllers(srv *genericapiserver.GenericAPIServer, authz aut
 // leader election, else whenever this replica holds the lease. Readiness never waits for the
 // lease: a replica that does not lead serves as well as one that does.
 // nodeGraph is nil when mode Node is off; elector is nil without leader election.
-func addControllers(srv *genericapiserver.GenericAPIServer, cc controllerContext, factory informers.SharedInformerFactory, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, elector *leaderelection.Elector) error {
-	// Fail at start-up, not in a term, if a controller cannot be built.
-	if _, _, err := buildControllers(cc); err != nil {
+func addControllers(srv *genericapiserver.GenericAPIServer, cc controllerContext, rbacIndex *rbac.Authorizer, nodeGraph *node.Populator, elector *leaderelection.Elector) error {
+	// Fail at start-up, not in a term, if a controller cannot be built; on informers never
+	// started, so that the check registers nothing with the server's own.
+	check := cc
+	check.shared = newSharedInformers(newInformerFactory(cc.client))
+	if _, _, err := buildControllers(check); err != nil {
 		return err
 	}
 	namespacesReady := make(chan struct{})
@@ -268,7 +277,7 @@ func addControllers(srv *genericapiserver.GenericAPIServer, cc controllerContext
 	}
 	hooks := []hook{
 		{"start-informers", func(ctx context.Context) error {
-			factory.Start(ctx.Done())
+			cc.shared.run(ctx.Done())
 			return nil
 		}},
 		{"system-namespaces", func(ctx context.Context) error {

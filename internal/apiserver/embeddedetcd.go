@@ -15,6 +15,13 @@ import (
 // a private temporary directory instead.
 const maxSocketPath = 100
 
+// embeddedSnapshotCount and embeddedCatchUpEntries bound the raft log the embedded member holds
+// in memory.
+const (
+	embeddedSnapshotCount  = 1000
+	embeddedCatchUpEntries = 100
+)
+
 // embeddedEtcd is a single-member etcd inside this process. It listens only on unix sockets in a
 // private directory, so several servers on one machine never clash over ports and no other local
 // user can reach the store.
@@ -70,6 +77,11 @@ func startEmbeddedEtcd(dataDir string) (*embeddedEtcd, error) {
 	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
 	// One member elects itself: short ticks make it ready in milliseconds instead of a second.
 	cfg.TickMs, cfg.ElectionMs = 10, 100
+	// etcd keeps the raft log in memory from one snapshot to the next (10,000 writes by default)
+	// plus entries for slow followers to catch up from (5,000). This member has no followers,
+	// so snapshotting often and keeping few catch-up entries only bounds its memory (and the log
+	// replayed at restart).
+	cfg.SnapshotCount, cfg.SnapshotCatchUpEntries = embeddedSnapshotCount, embeddedCatchUpEntries
 	// etcd logs its own orderly shutdown at error level; start-up failures come back from
 	// StartEtcd as errors, so only fatal conditions are worth its log.
 	cfg.LogLevel = zapcore.FatalLevel.String()

@@ -89,26 +89,26 @@ func TestKubeletServingCA(t *testing.T) {
 }
 
 // TestKubeletServingNamesOfOthers replays the review's attack: with --approve-kubelet-serving, a
-// node puts localhost, 127.0.0.1, another node's name and kubernetes.default.svc in its own
-// status and asks for a serving certificate for them. The request stays pending, neither approved
+// node puts localhost, 127.0.0.1, another node's name, kubernetes.default.svc and the kubernetes
+// Service's ClusterIP in its own status and asks for a serving certificate for them. The request stays pending, neither approved
 // nor denied, with an event naming what blocked it; the node's request for its own names is
 // signed by the kubelet-serving CA, which does not verify the API server.
 func TestKubeletServingNamesOfOthers(t *testing.T) {
 	s := startRBACServerWith(t, func(o *Options) { o.ApproveKubeletServing = true })
 	ctx := context.Background()
-	registerNode(t, s, "n2", corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n2"}, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.2"})
-	registerNode(t, s, "n1", corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n1"}, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.1"})
+	registerNode(t, s, "n2", corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n2"}, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.2"})
+	registerNode(t, s, "n1", corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n1"}, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.1"})
 	n1 := nodeClient(t, s, "n1")
 	patch := `{"status":{"addresses":[
-		{"type":"Hostname","address":"n1"},{"type":"InternalIP","address":"10.0.0.1"},
-		{"type":"InternalDNS","address":"localhost"},{"type":"ExternalIP","address":"127.0.0.1"},
+		{"type":"Hostname","address":"n1"},{"type":"InternalIP","address":"192.0.2.1"},
+		{"type":"InternalDNS","address":"localhost"},{"type":"ExternalIP","address":"127.0.0.1"},{"type":"ExternalIP","address":"10.0.0.1"},
 		{"type":"ExternalDNS","address":"n2"},{"type":"InternalDNS","address":"kubernetes.default.svc"}]}}`
 	eventually(t, "n1 patches its own addresses", func() error {
 		_, err := n1.CoreV1().Nodes().Patch(ctx, "n1", types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
 		return err
 	})
 
-	createAs(t, n1, servingCSR(t, "n1-evil", "n1", []string{"n1", "localhost", "n2", "kubernetes.default.svc"}, "10.0.0.1", "127.0.0.1"))
+	createAs(t, n1, servingCSR(t, "n1-evil", "n1", []string{"n1", "localhost", "n2", "kubernetes.default.svc"}, "192.0.2.1", "127.0.0.1", "10.0.0.1"))
 	eventually(t, "an event on n1-evil names what blocked it", func() error {
 		events, err := s.client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -118,7 +118,7 @@ func TestKubeletServingNamesOfOthers(t *testing.T) {
 			if e.InvolvedObject.Name != "n1-evil" || e.Reason != "KubeletServingNameRefused" {
 				continue
 			}
-			for _, want := range []string{`"localhost"`, `"n2"`, `"kubernetes.default.svc"`, "127.0.0.1"} {
+			for _, want := range []string{`"localhost"`, `"n2"`, `"kubernetes.default.svc"`, "127.0.0.1", "10.0.0.1"} {
 				if !strings.Contains(e.Message, want) {
 					return fmt.Errorf("event %q does not name %s", e.Message, want)
 				}
@@ -128,7 +128,7 @@ func TestKubeletServingNamesOfOthers(t *testing.T) {
 		return fmt.Errorf("no KubeletServingNameRefused event on n1-evil among %d events", len(events.Items))
 	})
 
-	createAs(t, n1, servingCSR(t, "n1-own", "n1", []string{"n1"}, "10.0.0.1"))
+	createAs(t, n1, servingCSR(t, "n1-own", "n1", []string{"n1"}, "192.0.2.1"))
 	block, _ := pem.Decode(issued(t, s.testServer, "n1-own"))
 	if block == nil {
 		t.Fatal("the issued certificate is not PEM")

@@ -51,8 +51,7 @@ func (o *NodeLifecycleOptions) Validate() []error {
 // nodes and their pods, go through its own broadcaster for the term.
 var nodeLifecycleController = controller{"node-lifecycle-controller", func(cc controllerContext) (func(context.Context), error) {
 	events := record.NewBroadcaster()
-	core := cc.informers.Core().V1()
-	c, err := nodelifecycle.New(cc.client, core.Nodes(), cc.informers.Coordination().V1().Leases(), core.Pods(), nodelifecycle.Config{
+	c, err := nodelifecycle.New(cc.client, cc.informers.Nodes(), cc.informers.Leases(), cc.informers.Pods(), nodelifecycle.Config{
 		GracePeriod:   cc.nodeLifecycle.GracePeriod,
 		MonitorPeriod: cc.nodeLifecycle.MonitorPeriod,
 		Clock:         clock.RealClock{},

@@ -99,7 +99,7 @@ func (cas podCertCAs) addReloadHook(srv *genericapiserver.GenericAPIServer) erro
 
 // podCertificateSigningController answers the built-in signers' requests.
 func podCertificateSigningController(cc controllerContext) (func(context.Context), error) {
-	c, err := podcertsigning.New(cc.client, cc.informers.Certificates().V1().PodCertificateRequests(), podcertsigning.Config{
+	c, err := podcertsigning.New(cc.client, cc.informers.PodCertificateRequests(), podcertsigning.Config{
 		Signers: cc.podCerts.signers(),
 		Params:  podcert.Params{TrustDomain: cc.podCertOptions.SPIFFETrustDomain, Duration: cc.podCertOptions.Duration},
 		Clock:   clock.RealClock{},

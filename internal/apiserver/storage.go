@@ -59,6 +59,9 @@ func (a *assembly) storage() error {
 	etcdOpts.EnableGarbageCollection = false
 	etcdOpts.EncryptionProviderConfigFilepath = a.in.encryptionConfig
 	etcdOpts.EncryptionProviderConfigAutomaticReload = a.o.Encryption.AutomaticReload
+	// As kube-apiserver does, events skip the watch cache: they are many, short-lived and rarely
+	// watched, and a cached copy of each would only hold memory.
+	etcdOpts.WatchCacheSizes = []string{"events#0"}
 	resourceConfig := serverstorage.NewResourceConfig()
 	for _, g := range served {
 		resourceConfig.EnableVersions(g.gv)

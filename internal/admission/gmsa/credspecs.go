@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/idplane/idplane/internal/gmsa"
+	"github.com/idplane/idplane/internal/managedfields"
 )
 
 // Resource is where the server serves GMSACredentialSpecs.
@@ -27,9 +28,13 @@ type InformerCredSpecs struct {
 	client dynamic.NamespaceableResourceInterface
 }
 
-// NewInformerCredSpecs registers the informer with f; it starts with the factory.
+// NewInformerCredSpecs registers the informer with f; it starts with the factory. The informer
+// holds the specs without managed fields, which admission never reads.
 func NewInformerCredSpecs(f dynamicinformer.DynamicSharedInformerFactory, client dynamic.Interface) *InformerCredSpecs {
-	return &InformerCredSpecs{lister: f.ForResource(Resource).Lister(), client: client.Resource(Resource)}
+	informer := f.ForResource(Resource)
+	// A transform can only be refused once the informer runs, and the factory starts later.
+	_ = informer.Informer().SetTransform(managedfields.Drop)
+	return &InformerCredSpecs{lister: informer.Lister(), client: client.Resource(Resource)}
 }
 
 var _ gmsa.CredSpecs = (*InformerCredSpecs)(nil)

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/idplane/idplane/internal/managedfields"
 )
 
 // Kind is the kind of object a pod reads through the cache.
@@ -147,10 +149,15 @@ func (c *Cache) notify(r Ref) {
 func (c *Cache) newInformer(r Ref) cache.SharedIndexInformer {
 	byName := fields.OneTermEqualSelector("metadata.name", r.Name).String()
 	// No resync: the watch delivers every change, and the agent has nothing to correct.
+	var i cache.SharedIndexInformer
 	if r.Kind == Secret {
-		return cache.NewSharedIndexInformer(ListWatch(c.client.CoreV1().Secrets(r.Namespace), byName), &corev1.Secret{}, 0, cache.Indexers{})
+		i = cache.NewSharedIndexInformer(ListWatch(c.client.CoreV1().Secrets(r.Namespace), byName), &corev1.Secret{}, 0, cache.Indexers{})
+	} else {
+		i = cache.NewSharedIndexInformer(ListWatch(c.client.CoreV1().ConfigMaps(r.Namespace), byName), &corev1.ConfigMap{}, 0, cache.Indexers{})
 	}
-	return cache.NewSharedIndexInformer(ListWatch(c.client.CoreV1().ConfigMaps(r.Namespace), byName), &corev1.ConfigMap{}, 0, cache.Indexers{})
+	// The agent reads data, never managed fields; a new informer takes a transform.
+	_ = i.SetTransform(managedfields.Drop)
+	return i
 }
 
 // ListerWatcher is the part of a typed client a ListWatch needs.
@@ -246,6 +253,7 @@ func (c *Cache) bundleInformer() cache.SharedIndexInformer {
 	c.bundlesOnce.Do(func() {
 		c.bundles = cache.NewSharedIndexInformer(ListWatch(c.client.CertificatesV1().ClusterTrustBundles(), ""),
 			&certificatesv1.ClusterTrustBundle{}, 0, cache.Indexers{})
+		_ = c.bundles.SetTransform(managedfields.Drop)
 		notify := func(any) {
 			c.mu.Lock()
 			users := c.bundleUsers.UnsortedList()

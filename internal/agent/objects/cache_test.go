@@ -53,7 +53,7 @@ func TestCacheFollowsObjects(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := fake.NewClientset(
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"k": []byte("v1")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}, Data: map[string][]byte{"k": []byte("v1")}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}, Data: map[string]string{"k": "v"}},
 	)
 	rec := &recorder{}
@@ -66,6 +66,9 @@ func TestCacheFollowsObjects(t *testing.T) {
 	s, err := c.Secret(ctx, "ns", "s")
 	if err != nil || string(s.Data["k"]) != "v1" {
 		t.Fatalf("Secret = %v, %v; want data v1", s, err)
+	}
+	if s.ManagedFields != nil {
+		t.Errorf("the cache holds managed fields: %v", s.ManagedFields)
 	}
 	if cm, err := c.ConfigMap(ctx, "ns", "c"); err != nil || cm.Data["k"] != "v" {
 		t.Fatalf("ConfigMap = %v, %v", cm, err)

@@ -37,6 +37,7 @@ import (
 	"github.com/idplane/idplane/internal/agent/runtimespec"
 	"github.com/idplane/idplane/internal/agent/tokens"
 	"github.com/idplane/idplane/internal/agent/volumes"
+	"github.com/idplane/idplane/internal/managedfields"
 	"github.com/idplane/idplane/internal/podwalk"
 )
 
@@ -106,6 +107,9 @@ func New(c Config) *Manager {
 	onNode := fields.OneTermEqualSelector("spec.nodeName", c.NodeName).String()
 	m.informer = cache.NewSharedIndexInformer(objects.ListWatch(c.Client.CoreV1().Pods(metav1.NamespaceAll), onNode),
 		&corev1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// The agent never reads managed fields; status updates made from cached pods without them
+	// keep the server's.
+	_ = m.informer.SetTransform(managedfields.Drop)
 	m.lister = corelisters.NewPodLister(m.informer.GetIndexer())
 	return m
 }

@@ -21,21 +21,7 @@ func TestLevelAgainstForeignServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server and runs a level")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	o := apiserver.NewOptions()
-	o.DataDir = t.TempDir()
-	o.SecurePort = 0
-	srv, err := apiserver.Start(ctx, o)
-	if err != nil {
-		cancel()
-		t.Fatalf("starting the server: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := srv.Wait(); err != nil {
-			t.Errorf("server stopped with error: %v", err)
-		}
-	})
+	ctx, srv, o := startServer(t)
 	files := pki.Files{Dir: filepath.Join(o.DataDir, "pki")}
 	scratch := t.TempDir()
 	cfg, err := parseFlags([]string{
@@ -123,6 +109,28 @@ func TestLevelAgainstForeignServer(t *testing.T) {
 			t.Errorf("%s: audiences %v, subject %q", path, claims.Aud, claims.Sub)
 		}
 	}
+}
+
+// startServer starts an in-process server on an ephemeral port, stopped when the test ends, and
+// returns a context that ends then too.
+func startServer(t *testing.T) (context.Context, *apiserver.Server, *apiserver.Options) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	o := apiserver.NewOptions()
+	o.DataDir = t.TempDir()
+	o.SecurePort = 0
+	srv, err := apiserver.Start(ctx, o)
+	if err != nil {
+		cancel()
+		t.Fatalf("starting the server: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := srv.Wait(); err != nil {
+			t.Errorf("server stopped with error: %v", err)
+		}
+	})
+	return ctx, srv, o
 }
 
 func toStrings(v any) []string {

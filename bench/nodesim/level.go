@@ -60,6 +60,8 @@ type levelResult struct {
 	// LoadAverage is the machine's one-minute load average at the start and at the end of the
 	// steady window: other work on the machine shows up here.
 	LoadAverage [2]float64 `json:"loadAverage"`
+	// PodCertificates are the figures of the pods' certificates, with -pod-certificate.
+	PodCertificates *podCertFigures `json:"podCertificates,omitempty"`
 	// LogDir keeps the servers' logs when -keep-logs is set.
 	LogDir  string `json:"logDir,omitempty"`
 	Pass    bool   `json:"pass"`
@@ -200,6 +202,7 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, scratch s
 		startAt := begin.Add(time.Duration(int64(cfg.ramp) * int64(i) / int64(len(sims))))
 		wg.Go(func() {
 			if pause(nodeCtx, time.Until(startAt)) {
+				tracker.nodeStarting(n.name)
 				n.run(nodeCtx, rec)
 			}
 		})
@@ -220,6 +223,7 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, scratch s
 		res.Startup.All, res.Startup.Kinds = rec.summary(phaseStartup, startupEnded)
 		res.Errors = rec.errorsSeen()
 		res.Verdict = fmt.Sprintf("only %d of %d nodes ready within %s", res.Ready, len(sims), cfg.readyTimeout)
+		res.PodCertificates = podCertificates(cfg, p, rec, tracker, res.StartupSeconds)
 		return res, nil
 	}
 
@@ -311,6 +315,7 @@ sampling:
 	res.Errors = rec.errorsSeen()
 	res.SlowSeconds = rec.slow(phaseSteady, windowBegin, cfg.threshold)
 	res.Pass, res.Verdict = verdict(res.Steady, cfg.threshold)
+	res.PodCertificates = podCertificates(cfg, p, rec, tracker, res.StartupSeconds)
 	return res, nil
 }
 

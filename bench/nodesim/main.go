@@ -58,6 +58,8 @@ type config struct {
 	// scratchRoot, when set, keeps the nodes' files under it instead of a removed temporary
 	// directory.
 	scratchRoot string
+	// podCertificate, when set, is the signer of a podCertificate source added to every pod.
+	podCertificate string
 }
 
 func main() {
@@ -115,6 +117,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.clientCACert, "client-ca-cert", "", "with -kubeconfig: the certificate of a CA the server trusts for client certificates; the tool mints the nodes' identities (CN=system:node:<name>, O=system:nodes) from it")
 	fs.StringVar(&cfg.clientCAKey, "client-ca-key", "", "with -kubeconfig: that CA's private key")
 	fs.StringVar(&cfg.scratchRoot, "scratch-root", "", "keep the nodes' files (pods' volumes and runtime specs) under this directory, level-<nodes>/<node>/; empty: a temporary directory removed after each level")
+	fs.StringVar(&cfg.podCertificate, "pod-certificate", "", "signer of a podCertificate source (ECDSA P-256 key, credential bundle "+credentialBundle+") added to every pod in a projected volume of its own, e.g. idplane.io/spiffe; the report then gives the PodCertificateRequests created and pods/s and p50/p99 from a node's start to its pods' files")
 	fs.IntVar(&cfg.replicas, "replicas", 1, "1: one server on its embedded etcd; 3: three replicas on a three-member etcd cluster")
 	fs.StringVar(&levels, "nodes", "50,100,200", "comma-separated numbers of simulated nodes, one level each")
 	fs.IntVar(&cfg.podsPerNode, "pods-per-node", 10, "pods bound to every node")
@@ -192,7 +195,7 @@ func parseFlags(args []string) (config, error) {
 func (c config) plan(nodes int) plan {
 	return plan{
 		nodes: nodes, podsPerNode: c.podsPerNode, namespaces: c.namespaces, serviceAccounts: c.serviceAccounts,
-		sharedObjects: c.sharedObjects, tokenExpiration: c.tokenExpiration,
+		sharedObjects: c.sharedObjects, tokenExpiration: c.tokenExpiration, podCertificate: c.podCertificate,
 	}
 }
 
@@ -204,7 +207,7 @@ func describe(c config) map[string]string {
 		"sharedObjects": fmt.Sprint(c.sharedObjects), "payloadBytes": fmt.Sprint(c.payload),
 		"tokenExpiration": fmt.Sprint(c.tokenExpiration), "duration": c.duration.String(), "ramp": c.ramp.String(),
 		"leaseDuration": c.leaseDuration.String(), "statusReport": c.statusReport.String(),
-		"kubeconfig": c.kubeconfig, "p99Threshold": c.threshold.String(),
+		"kubeconfig": c.kubeconfig, "podCertificateSigner": c.podCertificate, "p99Threshold": c.threshold.String(),
 		"levels": strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.levels)), ","), "[]"),
 	}
 }

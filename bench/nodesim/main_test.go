@@ -94,6 +94,8 @@ func TestClassify(t *testing.T) {
 		{"GET", "/api/v1/namespaces/a/secrets/s", "secret get"},
 		{"GET", "/api/v1/namespaces/a/configmaps?fieldSelector=metadata.name%3Dc", "configmap list"},
 		{"POST", "/api/v1/namespaces/a/serviceaccounts/sa/token", "token request"},
+		{"POST", "/apis/certificates.k8s.io/v1beta1/namespaces/a/podcertificaterequests", kindPodCertificateRequest},
+		{"GET", "/apis/certificates.k8s.io/v1beta1/namespaces/a/podcertificaterequests?fieldSelector=spec.nodeName%3Dn1&watch=true", "podcertificaterequest watch"},
 		{"GET", "/api/v1/namespaces/a", "other get"},
 		{"GET", "/readyz", "other get"},
 		{"POST", "/apis/authentication.k8s.io/v1/tokenreviews", "other post"},

@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,14 +58,17 @@ func (n *simNode) run(ctx context.Context, rec *recorder) {
 type readiness struct {
 	p plan
 
-	mu       sync.Mutex
-	podsDone map[string]map[types.UID]bool
+	mu sync.Mutex
+	// started is when each node's agent started; podsDone when the admin first saw each of a
+	// node's pods CredentialsReady.
+	started  map[string]time.Time
+	podsDone map[string]map[types.UID]time.Time
 	ready    int
 	allReady chan struct{}
 }
 
 func watchReadiness(ctx context.Context, admin kubernetes.Interface, p plan) (*readiness, error) {
-	r := &readiness{p: p, podsDone: map[string]map[types.UID]bool{}, allReady: make(chan struct{})}
+	r := &readiness{p: p, started: map[string]time.Time{}, podsDone: map[string]map[types.UID]time.Time{}, allReady: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(admin, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = podLabel + "=" + podLabelValue }))
 	informer := factory.Core().V1().Pods().Informer()
@@ -83,23 +87,50 @@ func (r *readiness) update(obj any) {
 	if !ok || !r.p.ownsNode(pod.Spec.NodeName) || !credentialsReady(pod) {
 		return
 	}
+	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	done := r.podsDone[pod.Spec.NodeName]
 	if done == nil {
-		done = map[types.UID]bool{}
+		done = map[types.UID]time.Time{}
 		r.podsDone[pod.Spec.NodeName] = done
 	}
-	if done[pod.UID] {
+	if _, seen := done[pod.UID]; seen {
 		return
 	}
-	done[pod.UID] = true
+	done[pod.UID] = now
 	if len(done) == r.p.podsPerNode {
 		r.ready++
 		if r.ready == r.p.nodes {
 			close(r.allReady)
 		}
 	}
+}
+
+// nodeStarting notes that a node's agent starts now: its pods are bound to it already, so this is
+// when they become the agent's to serve.
+func (r *readiness) nodeStarting(node string) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started[node] = now
+}
+
+// startToReady is, for every pod seen CredentialsReady, the time from its node's start to then.
+func (r *readiness) startToReady() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Duration
+	for node, done := range r.podsDone {
+		start, ok := r.started[node]
+		if !ok {
+			continue
+		}
+		for _, at := range done {
+			out = append(out, max(at.Sub(start), 0))
+		}
+	}
+	return out
 }
 
 func (r *readiness) readyNodes() int {

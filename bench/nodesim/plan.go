@@ -12,6 +12,10 @@ import (
 // besides kube-api-access, standing for a workload-identity token.
 const tokenAudience = "nodesim"
 
+// podCertificateVolume is the projected volume of the podCertificate source, and
+// credentialBundle the file in it that holds the private key and the certificate chain.
+const podCertificateVolume, credentialBundle = "pod-certificate", "credentials.pem"
+
 // podLabel marks the pods the tool creates.
 const podLabel, podLabelValue = "app", "nodesim"
 
@@ -30,6 +34,9 @@ type plan struct {
 	sharedObjects int
 	// tokenExpiration is the expirationSeconds of the extra projected token; 0 leaves it out.
 	tokenExpiration int64
+	// podCertificate, when set, is the signer of a podCertificate source every pod carries in
+	// a projected volume of its own.
+	podCertificate string
 }
 
 type podPlan struct {
@@ -103,7 +110,7 @@ func (p plan) podsInNamespace(ns int) int {
 }
 
 // podObject is the pod as the admin creates it: bound to its node, mounting its secret and
-// configmap and, when asked, a short-lived token. The ServiceAccount admission plugin adds
+// configmap and, when asked, a short-lived token and a pod certificate. The ServiceAccount admission plugin adds
 // kube-api-access (a token, the root CA configmap and the namespace).
 func (p plan) podObject(pp podPlan) *corev1.Pod {
 	mounts := []corev1.VolumeMount{
@@ -120,6 +127,14 @@ func (p plan) podObject(pp podPlan) *corev1.Pod {
 		volumes = append(volumes, corev1.Volume{Name: "identity", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
 				Audience: tokenAudience, ExpirationSeconds: ptr.To(p.tokenExpiration), Path: "token",
+			}}},
+		}}})
+	}
+	if p.podCertificate != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: podCertificateVolume, MountPath: "/var/run/pod-certificate", ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: podCertificateVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{
+				SignerName: p.podCertificate, KeyType: "ECDSAP256", CredentialBundlePath: credentialBundle,
 			}}},
 		}}})
 	}

@@ -51,6 +51,10 @@ func printLevel(w io.Writer, r levelResult) {
 		tw.Flush()
 	}
 	fmt.Fprintf(w, "server memory (%s): %s KiB per node, %s KiB per open watch\n", r.MemoryNote, figure(r.ServerRSSPerNodeKiB), figure(r.ServerRSSPerWatchKiB))
+	if c := r.PodCertificates; c != nil {
+		fmt.Fprintf(w, "pod certificates (%s): %d PodCertificateRequests created (%.2f per pod); %d pods with files at %.1f pods/s over the start-up; node start → files p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+			c.Signer, c.Requests, c.RequestsPerPod, c.PodsWithFiles, c.PodsPerSecond, c.P50Ms, c.P99Ms, c.MaxMs)
+	}
 	fmt.Fprintf(w, "machine load average (1 min): %.2f at the start of the window, %.2f at its end\n", r.LoadAverage[0], r.LoadAverage[1])
 	for _, s := range r.SlowSeconds {
 		fmt.Fprintf(w, "slow requests in second %d of the window: %d %v\n", s.Second, s.Requests, s.Kinds)

@@ -7,6 +7,7 @@ set -euo pipefail
 API_PKGS=(
   github.com/idplane/idplane/api/windows/v1
   github.com/idplane/idplane/api/windows/v1alpha1
+  github.com/idplane/idplane/api/node/v1alpha1
 )
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

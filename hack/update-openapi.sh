@@ -29,6 +29,7 @@ API_PKGS=(
 OWN_API_PKGS=(
   github.com/idplane/idplane/api/windows/v1
   github.com/idplane/idplane/api/windows/v1alpha1
+  github.com/idplane/idplane/api/node/v1alpha1
 )
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

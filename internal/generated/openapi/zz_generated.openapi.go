@@ -10,8 +10,9 @@ Copyright idplane authors.
 package openapi
 
 import (
+	v1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
 	v1 "github.com/idplane/idplane/api/windows/v1"
-	v1alpha1 "github.com/idplane/idplane/api/windows/v1alpha1"
+	windowsv1alpha1 "github.com/idplane/idplane/api/windows/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -34,12 +35,14 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		v1alpha1.NodeReadable{}.OpenAPIModelName():                             schema_idplane_api_node_v1alpha1_NodeReadable(ref),
+		v1alpha1.NodeReadableList{}.OpenAPIModelName():                         schema_idplane_api_node_v1alpha1_NodeReadableList(ref),
 		v1.CredSpec{}.OpenAPIModelName():                                       v1.CredSpec{}.OpenAPIDefinition(),
 		v1.GMSACredentialSpec{}.OpenAPIModelName():                             schema_idplane_api_windows_v1_GMSACredentialSpec(ref),
 		v1.GMSACredentialSpecList{}.OpenAPIModelName():                         schema_idplane_api_windows_v1_GMSACredentialSpecList(ref),
-		v1alpha1.CredSpec{}.OpenAPIModelName():                                 v1alpha1.CredSpec{}.OpenAPIDefinition(),
-		v1alpha1.GMSACredentialSpec{}.OpenAPIModelName():                       schema_idplane_api_windows_v1alpha1_GMSACredentialSpec(ref),
-		v1alpha1.GMSACredentialSpecList{}.OpenAPIModelName():                   schema_idplane_api_windows_v1alpha1_GMSACredentialSpecList(ref),
+		windowsv1alpha1.CredSpec{}.OpenAPIModelName():                          windowsv1alpha1.CredSpec{}.OpenAPIDefinition(),
+		windowsv1alpha1.GMSACredentialSpec{}.OpenAPIModelName():                schema_idplane_api_windows_v1alpha1_GMSACredentialSpec(ref),
+		windowsv1alpha1.GMSACredentialSpecList{}.OpenAPIModelName():            schema_idplane_api_windows_v1alpha1_GMSACredentialSpecList(ref),
 		authenticationv1.BoundObjectReference{}.OpenAPIModelName():             schema_k8sio_api_authentication_v1_BoundObjectReference(ref),
 		authenticationv1.SelfSubjectReview{}.OpenAPIModelName():                schema_k8sio_api_authentication_v1_SelfSubjectReview(ref),
 		authenticationv1.SelfSubjectReviewStatus{}.OpenAPIModelName():          schema_k8sio_api_authentication_v1_SelfSubjectReviewStatus(ref),
@@ -473,6 +476,113 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	}
 }
 
+func schema_idplane_api_node_v1alpha1_NodeReadable(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NodeReadable is one Secret or ConfigMap that a node may read now, because a pod bound to it uses it. Exactly one of Secret and ConfigMap is set.\n\nIts namespace is the object's namespace and its name is the object's name after SecretPrefix or ConfigMapPrefix. Its resourceVersion is the position of the list or watch event in the node's stream, which a client resumes from; the object's own resourceVersion is in the embedded object's metadata.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata; see the type's comment for its name and resourceVersion.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"nodeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeName is the node that may read the object.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secret": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Secret is the Secret the node may read, when the item is a Secret.",
+							Ref:         ref(corev1.Secret{}.OpenAPIModelName()),
+						},
+					},
+					"configMap": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConfigMap is the ConfigMap the node may read, when the item is a ConfigMap.",
+							Ref:         ref(corev1.ConfigMap{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"nodeName"},
+			},
+		},
+		Dependencies: []string{
+			corev1.ConfigMap{}.OpenAPIModelName(), corev1.Secret{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_idplane_api_node_v1alpha1_NodeReadableList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NodeReadableList is the list of what one node may read now.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata; its resourceVersion is the stream position a watch resumes from.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the Secrets and ConfigMaps the node may read.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.NodeReadable{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.NodeReadable{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
 func schema_idplane_api_windows_v1_GMSACredentialSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -597,7 +707,7 @@ func schema_idplane_api_windows_v1alpha1_GMSACredentialSpec(ref common.Reference
 					"credspec": {
 						SchemaProps: spec.SchemaProps{
 							Description: "credspec is the credential spec document, as the Windows container runtime takes it (ActiveDirectoryConfig, CmsPlugins, DomainJoinConfig...). It is kept exactly as written, fields the server does not know included. It must be a JSON object of at most 64 KiB (compact JSON) nesting at most 32 levels deep.",
-							Ref:         ref(v1alpha1.CredSpec{}.OpenAPIModelName()),
+							Ref:         ref(windowsv1alpha1.CredSpec{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -605,7 +715,7 @@ func schema_idplane_api_windows_v1alpha1_GMSACredentialSpec(ref common.Reference
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.CredSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+			windowsv1alpha1.CredSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -644,7 +754,7 @@ func schema_idplane_api_windows_v1alpha1_GMSACredentialSpecList(ref common.Refer
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
-										Ref: ref(v1alpha1.GMSACredentialSpec{}.OpenAPIModelName()),
+										Ref: ref(windowsv1alpha1.GMSACredentialSpec{}.OpenAPIModelName()),
 									},
 								},
 							},
@@ -655,7 +765,7 @@ func schema_idplane_api_windows_v1alpha1_GMSACredentialSpecList(ref common.Refer
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.GMSACredentialSpec{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+			windowsv1alpha1.GMSACredentialSpec{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
 	}
 }
 

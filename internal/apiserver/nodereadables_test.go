@@ -59,8 +59,16 @@ func (c readablesClient) watch(ctx context.Context, namespace string, opts metav
 	return c.rc.Get().Namespace(namespace).Resource(nodev1alpha1.ResourceName).VersionedParams(&opts, c.codec).Watch(ctx)
 }
 
-// informer is a stock client-go informer over the node's stream.
-func (c readablesClient) informer(node string) cache.SharedIndexInformer {
+// classicListWatch declines client-go's watch-list mode, so its reflector lists, then watches
+// from the list's position: the path an informer takes against a server that does not stream
+// initial events.
+type classicListWatch struct{ *cache.ListWatch }
+
+func (classicListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// informer is a stock client-go informer over the node's stream, in client-go's default
+// watch-list mode (sendInitialEvents) or, with classic, by list then watch.
+func (c readablesClient) informer(node string, classic bool) cache.SharedIndexInformer {
 	selector := nodev1alpha1.NodeNameField + "=" + node
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -71,6 +79,9 @@ func (c readablesClient) informer(node string) cache.SharedIndexInformer {
 			opts.FieldSelector = selector
 			return c.watch(ctx, "", opts)
 		},
+	}
+	if classic {
+		return cache.NewSharedIndexInformer(classicListWatch{lw}, &nodev1alpha1.NodeReadable{}, 0, cache.Indexers{})
 	}
 	return cache.NewSharedIndexInformer(lw, &nodev1alpha1.NodeReadable{}, 0, cache.Indexers{})
 }
@@ -214,10 +225,11 @@ func TestNodeReadablesFollowPlainGets(t *testing.T) {
 	nodeCfg := s.userConfig(t, "system:node:node1", "system:nodes")
 	nodeKube := kubernetes.NewForConfigOrDie(nodeCfg)
 	readables := newReadablesClient(t, nodeCfg)
-	inf := readables.informer("node1")
-	go inf.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("informer did not sync")
+	streaming, classic := readables.informer("node1", false), readables.informer("node1", true)
+	go streaming.Run(ctx.Done())
+	go classic.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), streaming.HasSynced, classic.HasSynced) {
+		t.Fatal("informers did not sync")
 	}
 
 	counter := 0
@@ -322,16 +334,12 @@ func TestNodeReadablesFollowPlainGets(t *testing.T) {
 				t.Fatalf("%s: list: %v", step, err)
 			}
 			listed := stateOfItems(ptrs(l.Items))
-			var streamed []*nodev1alpha1.NodeReadable
-			for _, o := range inf.GetStore().List() {
-				streamed = append(streamed, o.(*nodev1alpha1.NodeReadable))
-			}
-			watched := stateOfItems(streamed)
-			if maps.Equal(want, listed) && maps.Equal(want, watched) {
+			streamed, listedThenWatched := informerState(streaming), informerState(classic)
+			if maps.Equal(want, listed) && maps.Equal(want, streamed) && maps.Equal(want, listedThenWatched) {
 				ok = true
 				break
 			}
-			last = fmt.Sprintf("GETs allow %v\nlist shows  %v\nwatch built %v", want, listed, watched)
+			last = fmt.Sprintf("GETs allow %v\nlist shows  %v\nwatch-list informer built %v\nlist-then-watch informer built %v", want, listed, streamed, listedThenWatched)
 		}
 		if !ok {
 			t.Fatalf("%s: the node's stream disagrees with plain GETs:\n%s", step, last)
@@ -417,6 +425,14 @@ func TestNodeReadablesFollowPlainGets(t *testing.T) {
 		auditQuery{user: "system:node:node1", verb: "list", resource: nodev1alpha1.ResourceName, decision: "allow", code: 200},
 		auditQuery{user: "system:node:node1", verb: "watch", resource: nodev1alpha1.ResourceName, decision: "allow"},
 	)
+}
+
+func informerState(inf cache.SharedIndexInformer) readableState {
+	var items []*nodev1alpha1.NodeReadable
+	for _, o := range inf.GetStore().List() {
+		items = append(items, o.(*nodev1alpha1.NodeReadable))
+	}
+	return stateOfItems(items)
 }
 
 func ptrs[T any](items []T) []*T {

@@ -140,6 +140,35 @@ func TestNodeReadablesRefuseOthers(t *testing.T) {
 	if !apierrors.IsMethodNotSupported(err) && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 		t.Errorf("get of one nodereadable: got %v, want it refused", err)
 	}
+	// Served as list and watch only, in discovery, OpenAPI and kubectl's tables.
+	resources, err := s.client.Discovery().ServerResourcesForGroupVersion(nodev1alpha1.SchemeGroupVersion.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resources.APIResources) != 1 || resources.APIResources[0].Name != nodev1alpha1.ResourceName || !resources.APIResources[0].Namespaced ||
+		resources.APIResources[0].Kind != "NodeReadable" || !slices.Equal(resources.APIResources[0].Verbs, []string{"list", "watch"}) {
+		t.Errorf("discovery: %+v", resources.APIResources)
+	}
+	doc, err := s.client.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/node.idplane.io/v1alpha1").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(doc), "io.idplane.node.v1alpha1.NodeReadableList") {
+		t.Errorf("OpenAPI v3 document: %v, %.200s", err, doc)
+	}
+	table := &metav1.Table{}
+	err = node1.rc.Get().Resource(nodev1alpha1.ResourceName).VersionedParams(ptrTo(forNode("node1")), node1.codec).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Into(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var columns []string
+	for _, c := range table.ColumnDefinitions {
+		columns = append(columns, c.Name)
+	}
+	if !slices.Equal(columns, []string{"Name", "Kind", "Node"}) || !slices.ContainsFunc(table.Rows, func(r metav1.TableRow) bool {
+		return slices.Equal(r.Cells, []any{"secret.s1", "Secret", "node1"})
+	}) {
+		t.Errorf("table: columns %q, rows %v", columns, table.Rows)
+	}
+
 	// A watch resumed from a position this server never gave is 410, so client-go lists again.
 	opts := forNode("node1")
 	opts.ResourceVersion = "12345"
@@ -434,6 +463,8 @@ func informerState(inf cache.SharedIndexInformer) readableState {
 	}
 	return stateOfItems(items)
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 func ptrs[T any](items []T) []*T {
 	out := make([]*T, len(items))

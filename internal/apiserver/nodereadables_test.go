@@ -31,7 +31,7 @@ type readablesClient struct {
 	codec runtime.ParameterCodec
 }
 
-func newReadablesClient(t *testing.T, cfg *rest.Config) readablesClient {
+func newReadablesClient(t testing.TB, cfg *rest.Config) readablesClient {
 	t.Helper()
 	s := runtime.NewScheme()
 	utilruntime.Must(nodev1alpha1.AddToScheme(s))

@@ -88,12 +88,15 @@ type Hub struct {
 
 // NewHub returns an empty Hub keeping logSize recent events.
 func NewHub(logSize int) *Hub {
-	var b [8]byte
+	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(fmt.Sprintf("reading randomness for the stream epoch: %v", err))
 	}
 	return &Hub{
-		epoch:    binary.BigEndian.Uint64(b[:]) & epochMask,
+		epoch: binary.BigEndian.Uint64(b[:8]) & epochMask,
+		// The sequence starts at a random point too, so that even two Hubs that drew the same
+		// epoch do not give overlapping positions.
+		seq:      binary.BigEndian.Uint64(b[8:]) & (seqMask >> 1),
 		objects:  map[ref]runtime.Object{},
 		readers:  map[ref]map[string]struct{}{},
 		readable: map[string]map[ref]struct{}{},

@@ -148,22 +148,25 @@ func TestHubResume(t *testing.T) {
 	}
 	w.Stop()
 	h.ObjectChanged(secret("ns", "a", "3"), false) // seq 5, 6: seq 1 and 2 leave the log
+	h.mu.Lock()
+	now := h.seq
+	h.mu.Unlock()
 	for _, tc := range []struct {
 		name string
 		from uint64
 	}{
-		{"a position the log no longer covers", 0},
-		{"a position from the future", 100},
+		{"a position the log no longer covers", mark - 1},
+		{"a position from the future", now + 1},
 	} {
 		if _, err := h.open("n1", "", start{resume: true, from: tc.from}, false, time.Minute, clk); !apierrors.IsResourceExpired(err) {
 			t.Errorf("%s: got %v, want 410", tc.name, err)
 		}
 	}
 	other := NewHub(4)
-	if _, ok := h.parsePosition(other.position(3)); ok && other.epoch != h.epoch {
+	if _, ok := h.parsePosition(other.position(other.seq)); ok && other.epoch != h.epoch {
 		t.Error("another hub's position was taken for ours")
 	}
-	if seq, ok := h.parsePosition(h.position(3)); !ok || seq != 3 {
+	if seq, ok := h.parsePosition(h.position(now)); !ok || seq != now {
 		t.Errorf("own position: %d, %v", seq, ok)
 	}
 }

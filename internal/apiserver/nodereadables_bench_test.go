@@ -53,12 +53,12 @@ func nodeConfigs(b *testing.B, ts *testServer) []*rest.Config {
 
 // watchReadables opens node n's nodereadables watch and reads its initial events up to the
 // bookmark that ends them.
-func watchReadables(b *testing.B, ctx context.Context, cfg *rest.Config, n int) watch.Interface {
+func watchReadables(b *testing.B, ctx context.Context, c readablesClient, n int) watch.Interface {
 	b.Helper()
 	opts := forNode(fmt.Sprintf("node-%d", n))
 	opts.SendInitialEvents, opts.AllowWatchBookmarks = ptrTo(true), true
 	opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
-	w, err := newReadablesClient(b, cfg).watch(ctx, "", opts)
+	w, err := c.watch(ctx, "", opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,8 +110,10 @@ func BenchmarkWatchMemory(b *testing.B) {
 			waitGraphCaughtUp(b, ctx, ts.client)
 			configs := nodeConfigs(b, ts)
 			kube := make([]kubernetes.Interface, len(configs))
+			readables := make([]readablesClient, len(configs))
 			for i, cfg := range configs {
 				kube[i] = kubernetes.NewForConfigOrDie(cfg)
+				readables[i] = newReadablesClient(b, cfg)
 				// The node's connection is open before the measure starts: the figures are the
 				// watches', not the TLS connections' (each node's watches share its connection).
 				if _, err := kube[i].CoreV1().Nodes().Get(ctx, fmt.Sprintf("node-%d", i), metav1.GetOptions{}); err != nil {
@@ -131,7 +133,7 @@ func BenchmarkWatchMemory(b *testing.B) {
 						// As many watches as the other mode opens, so that both measure over the
 						// same number (a node needs one of these).
 						for range benchPodsPerNode + 1 {
-							watches = append(watches, watchReadables(b, ctx, configs[n], n))
+							watches = append(watches, watchReadables(b, ctx, readables[n], n))
 						}
 						continue
 					}
@@ -187,7 +189,7 @@ func BenchmarkNodeReadablesEvents(b *testing.B) {
 	configs := nodeConfigs(b, ts)
 	var received atomic.Int64
 	for n, cfg := range configs {
-		w := watchReadables(b, ctx, cfg, n)
+		w := watchReadables(b, ctx, newReadablesClient(b, cfg), n)
 		defer w.Stop()
 		go func() {
 			for e := range w.ResultChan() {

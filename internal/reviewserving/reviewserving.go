@@ -1,0 +1,180 @@
+// Package reviewserving answers the review creates (TokenReview, SubjectAccessReview and their
+// kin) without the library's generic create handler. Nothing of a review is stored, so what that
+// handler spends most of its time on for a review, building metadata.managedFields, buys a client
+// nothing; everything else a create does (content negotiation, create options, strict decoding
+// and its warnings, the namespace rule, admission, audit, metrics, Status answers) is kept, through
+// the library's own helpers.
+//
+// The handler sits where the library's router sits, inside the filter chain: a request reaches it
+// only after authentication, audit, priority-and-fairness and the caller's authorization, exactly
+// as before. A request the library would refuse before the review runs (a media type it does not
+// serve, bad create options, a body it cannot decode, a wrong kind or namespace) is handed to the
+// library's handler with its body intact, so the refusal is the library's own, byte for byte.
+package reviewserving
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/endpoints/handlers"
+	"k8s.io/apiserver/pkg/endpoints/metrics"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+)
+
+// createTimeout bounds a review as the library bounds every create (its requestTimeoutUpperBound).
+const createTimeout = 34 * time.Second
+
+// Resource names a review resource this package serves: its group, version and resource, and
+// whether its path is under a namespace.
+type Resource struct {
+	schema.GroupVersionResource
+	Namespaced bool
+}
+
+// Served are the review resources answered here. Every one is a create that stores nothing and
+// returns the object it was given with its status filled in.
+var Served = []Resource{
+	{schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "tokenreviews"}, false},
+	{schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}, false},
+	{schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}, false},
+	{schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}, false},
+	{schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "localsubjectaccessreviews"}, true},
+}
+
+// Scheme is what the handler decodes, converts and encodes with: the server's API group
+// settings, as the library's installer gives them to its own handlers.
+type Scheme struct {
+	Serializer      runtime.NegotiatedSerializer
+	ParameterCodec  runtime.ParameterCodec
+	Creater         runtime.ObjectCreater
+	Convertor       runtime.ObjectConvertor
+	Defaulter       runtime.ObjectDefaulter
+	Typer           runtime.ObjectTyper
+	UnsafeConvertor runtime.ObjectConvertor
+	// EquivalentResourceMapper is the server's registry of equivalent resources (admission reads it).
+	EquivalentResourceMapper runtime.EquivalentResourceMapper
+	// MaxRequestBodyBytes bounds a request body, as the server's configuration does.
+	MaxRequestBodyBytes int64
+}
+
+// Dispatcher sends the creates of the served review resources to this package's handler and every
+// other request to the handler it wraps. Until Install has run it sends everything on.
+type Dispatcher struct {
+	endpoints atomic.Pointer[map[route]*endpoint]
+}
+
+// route is how a request finds its endpoint: the group, version and resource of its RequestInfo.
+type route struct {
+	group, version, resource string
+}
+
+type endpoint struct {
+	res     Resource
+	creater rest.Creater
+	admit   admission.Interface
+	scope   *handlers.RequestScope
+}
+
+// Install serves the resources in Served through storage (by resource name, as the API group
+// holds it), with the server's admission chain. A served resource missing from storage is an
+// error: the library would then answer it and the caller believes otherwise.
+func (d *Dispatcher) Install(s Scheme, admit admission.Interface, storage map[schema.GroupVersionResource]rest.Storage) error {
+	eps := map[route]*endpoint{}
+	for _, res := range Served {
+		st, ok := storage[res.GroupVersionResource]
+		if !ok {
+			return fmt.Errorf("serving %s: no storage", res.GroupVersionResource)
+		}
+		creater, ok := st.(rest.Creater)
+		if !ok {
+			return fmt.Errorf("serving %s: storage %T does not create", res.GroupVersionResource, st)
+		}
+		kind, err := kindOf(s.Typer, creater.New(), res.GroupVersion())
+		if err != nil {
+			return fmt.Errorf("serving %s: %w", res.GroupVersionResource, err)
+		}
+		e := &endpoint{res: res, creater: creater, admit: admit, scope: &handlers.RequestScope{
+			Serializer:               s.Serializer,
+			ParameterCodec:           s.ParameterCodec,
+			Creater:                  s.Creater,
+			Convertor:                s.Convertor,
+			Defaulter:                s.Defaulter,
+			Typer:                    s.Typer,
+			UnsafeConvertor:          s.UnsafeConvertor,
+			EquivalentResourceMapper: s.EquivalentResourceMapper,
+			Resource:                 res.GroupVersionResource,
+			Kind:                     kind,
+			HubGroupVersion:          schema.GroupVersion{Group: kind.Group, Version: runtime.APIVersionInternal},
+			MetaGroupVersion:         metav1.SchemeGroupVersion,
+			MaxRequestBodyBytes:      s.MaxRequestBodyBytes,
+		}}
+		eps[route{res.Group, res.Version, res.Resource}] = e
+	}
+	d.endpoints.Store(&eps)
+	return nil
+}
+
+func kindOf(typer runtime.ObjectTyper, obj runtime.Object, gv schema.GroupVersion) (schema.GroupVersionKind, error) {
+	kinds, _, err := typer.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	for _, k := range kinds {
+		if k.GroupVersion() == gv {
+			return k, nil
+		}
+	}
+	return schema.GroupVersionKind{}, fmt.Errorf("%T has no kind in %s", obj, gv)
+}
+
+// Wrap returns the handler that dispatches: it must run after the request-info filter, so inside
+// the library's filter chain, where the library's router would run.
+func (d *Dispatcher) Wrap(library http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if e := d.match(req); e != nil {
+			// The request metrics carry the labels the library's route gives a create: verb
+			// POST, scope "resource" (as on every create route), the API server component.
+			metrics.InstrumentHandlerFunc(http.MethodPost, e.res.Group, e.res.Version, e.res.Resource, "", "resource", metrics.APIServerComponent, false, "",
+				func(w http.ResponseWriter, req *http.Request) { e.create(w, req, library) })(w, req)
+			return
+		}
+		library.ServeHTTP(w, req)
+	})
+}
+
+// match finds the endpoint of a review create, or nil. Only the canonical path matches: anything
+// else (a name after the resource, a namespace on a cluster-wide review, a trailing slash) goes to
+// the library, which answers it as it always has.
+func (d *Dispatcher) match(req *http.Request) *endpoint {
+	eps := d.endpoints.Load()
+	if eps == nil || req.Method != http.MethodPost {
+		return nil
+	}
+	ri, ok := request.RequestInfoFrom(req.Context())
+	if !ok || !ri.IsResourceRequest || ri.Verb != "create" || ri.Name != "" || ri.Subresource != "" {
+		return nil
+	}
+	e := (*eps)[route{ri.APIGroup, ri.APIVersion, ri.Resource}]
+	if e == nil || (ri.Namespace != "") != e.res.Namespaced {
+		return nil
+	}
+	if req.URL.Path != canonicalPath(e.res, ri.Namespace) {
+		return nil
+	}
+	return e
+}
+
+func canonicalPath(res Resource, namespace string) string {
+	p := "/apis/" + res.Group + "/" + res.Version + "/"
+	if res.Namespaced {
+		p += "namespaces/" + namespace + "/"
+	}
+	return p + res.Resource
+}

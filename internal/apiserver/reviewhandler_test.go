@@ -6,15 +6,20 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -252,5 +257,97 @@ func TestReviewHandlerMatchesLibrary(t *testing.T) {
 		if got.code != want.code || !bytes.Equal(normFast(got.body), normGeneric(want.body)) {
 			t.Errorf("POST %s: handler %d %s, library %d %s", p, got.code, got.body, want.code, want.body)
 		}
+	}
+}
+
+// TestReviewHandlerAudit: at level RequestResponse a review the review handler answers is audited
+// with the object the client sent and the answer, as the library's handler audits it; a refused
+// one with the refusal.
+func TestReviewHandlerAudit(t *testing.T) {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.yaml")
+	err := os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: RequestResponse
+  resources: [{group: authorization.k8s.io}, {group: authentication.k8s.io}]
+- level: None
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "audit.log")
+	s := startTestServer(t, t.TempDir(), func(o *Options) { o.Audit.PolicyFile, o.Audit.LogOptions.Path = policy, logPath })
+	ctx := context.Background()
+	sar, err := s.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "audited-user", ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: "list", Resource: "secrets"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sar.ManagedFields) != 0 {
+		t.Fatalf("answer carries managed fields %v: the review did not take the review handler", sar.ManagedFields)
+	}
+	if _, err := s.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "not-a-token"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := postRaw(t, s.config, "/apis/authorization.k8s.io/v1/subjectaccessreviews", `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{}}`)
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("empty review answered %d, want 422", code)
+	}
+	found := waitForAuditEvents(t, logPath,
+		auditQuery{verb: "create", resource: "subjectaccessreviews", code: 201},
+		auditQuery{verb: "create", resource: "tokenreviews", code: 201},
+		auditQuery{verb: "create", resource: "subjectaccessreviews", code: 422})
+	for i, want := range []struct{ request, response string }{
+		{`"user":"audited-user"`, `"status":{"allowed":false}`},
+		{`"token":"not-a-token"`, `"error":"invalid bearer token"`},
+		{`"spec":{}`, `"reason":"Invalid"`},
+	} {
+		ev := found[i]
+		if ev.Level != auditv1.LevelRequestResponse || ev.RequestObject == nil || ev.ResponseObject == nil {
+			t.Errorf("event %d at level %s, request object %v, response object %v; want RequestResponse with both", i, ev.Level, ev.RequestObject != nil, ev.ResponseObject != nil)
+			continue
+		}
+		if !strings.Contains(string(ev.RequestObject.Raw), want.request) || !strings.Contains(string(ev.ResponseObject.Raw), want.response) {
+			t.Errorf("event %d: request %s, response %s; want %s and %s", i, ev.RequestObject.Raw, ev.ResponseObject.Raw, want.request, want.response)
+		}
+		if ev.Annotations["authorization.k8s.io/decision"] != "allow" {
+			t.Errorf("event %d: the caller's authorization decision %q, want allow", i, ev.Annotations["authorization.k8s.io/decision"])
+		}
+	}
+}
+
+// TestReviewHandlerMetrics: the reviews the review handler answers count in the request metrics
+// under the labels the library's route gives them.
+func TestReviewHandlerMetrics(t *testing.T) {
+	s := startTestServer(t, t.TempDir(), nil)
+	labels := map[string]string{"verb": "POST", "group": "authorization.k8s.io", "version": "v1", "resource": "subjectaccessreviews", "scope": "resource", "component": "apiserver"}
+	created := map[string]string{"code": "201"}
+	for k, v := range labels {
+		created[k] = v
+	}
+	count := func() (total, duration, body float64) {
+		sum := scrapeMetrics(t, s)
+		total, _ = sum("apiserver_request_total", created)
+		duration, _ = sum("apiserver_request_duration_seconds_count", labels)
+		body, _ = sum("apiserver_request_body_size_bytes_count", map[string]string{"group": "authorization.k8s.io", "resource": "subjectaccessreviews", "verb": "create"})
+		return total, duration, body
+	}
+	total0, duration0, body0 := count()
+	const n = 5
+	for range n {
+		code, body := postRaw(t, s.config, "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+			`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"u","resourceAttributes":{"verb":"get","resource":"pods"}}}`)
+		if code != http.StatusCreated || strings.Contains(body, "managedFields") {
+			t.Fatalf("review answered %d %s; want 201 from the review handler", code, body)
+		}
+	}
+	// Metrics are process-wide and other tests' servers may share them: count what this one added.
+	total, duration, body := count()
+	if total-total0 < n || duration-duration0 < n || body-body0 < n {
+		t.Errorf("after %d reviews: apiserver_request_total +%v, apiserver_request_duration_seconds_count +%v, apiserver_request_body_size_bytes_count +%v; want each >= %d",
+			n, total-total0, duration-duration0, body-body0, n)
 	}
 }

@@ -24,15 +24,15 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 )
 
-// create answers one review create. Up to the point where the review is audited, every refusal is
-// left to the library's handler; after it, errors are answered with the library's Status writer.
-func (e *endpoint) create(w http.ResponseWriter, req *http.Request, library http.Handler) {
+// serve answers one create. Up to the point where the object is audited, every refusal is left to
+// the library's handler; after it, errors are answered with the library's Status writer.
+func (e *endpoint) serve(w http.ResponseWriter, req *http.Request, library http.Handler) {
 	scope := e.scope
 	fail := func(err error) {
 		responsewriters.ErrorNegotiated(err, scope.Serializer, scope.Kind.GroupVersion(), w, req)
 	}
 	ri, _ := request.RequestInfoFrom(req.Context())
-	namespace := ri.Namespace
+	namespace, name := ri.Namespace, ri.Name
 
 	// A conversion of the answer (as=Table, as=PartialObjectMetadata) is rare and the library's.
 	out, _, err := negotiation.NegotiateOutputMediaType(req, scope.Serializer, scope)
@@ -73,7 +73,7 @@ func (e *endpoint) create(w http.ResponseWriter, req *http.Request, library http
 		decodeWith = in.StrictSerializer
 	}
 	defaultGVK := scope.Kind
-	obj, gvk, err := scope.Serializer.DecoderToVersion(decodeWith, scope.HubGroupVersion).Decode(body, &defaultGVK, e.creater.New())
+	obj, gvk, err := scope.Serializer.DecoderToVersion(decodeWith, scope.HubGroupVersion).Decode(body, &defaultGVK, e.new())
 	var unknown []error
 	if err != nil {
 		strict, isStrict := runtime.AsStrictDecodingError(err)
@@ -111,21 +111,27 @@ func (e *endpoint) create(w http.ResponseWriter, req *http.Request, library http
 	defer cancel()
 	ctx = request.WithNamespace(ctx, namespace)
 	admit := admission.WithAudit(e.admit)
-	audit.LogRequestObject(req.Context(), obj, gvk.GroupVersion(), scope.Resource, "", scope.Serializer)
-	rest.WipeObjectMetaSystemFields(objMeta)
+	audit.LogRequestObject(req.Context(), obj, gvk.GroupVersion(), scope.Resource, scope.Subresource, scope.Serializer)
+	if !e.preserveMeta {
+		rest.WipeObjectMetaSystemFields(objMeta)
+	}
 	_ = rest.EnsureObjectNamespaceMatchesRequestNamespace(expectedNamespace, objMeta) // checked on the probe
-	// Nothing of a review is stored, so it has no field managers; what a client sent is dropped.
+	// Nothing of a review or a token request is stored, so it has no field managers; what a
+	// client sent is dropped.
 	objMeta.SetManagedFields(nil)
 
 	userInfo, _ := request.UserFrom(ctx)
-	attrs := admission.NewAttributesRecord(obj, nil, scope.Kind, namespace, objMeta.GetName(), scope.Resource, "", admission.Create, options, dryrun.IsDryRun(options.DryRun), userInfo)
+	if name == "" {
+		name = objMeta.GetName()
+	}
+	attrs := admission.NewAttributesRecord(obj, nil, scope.Kind, namespace, name, scope.Resource, scope.Subresource, admission.Create, options, dryrun.IsDryRun(options.DryRun), userInfo)
 	result, err := finisher.FinishRequest(ctx, func() (runtime.Object, error) {
 		if mutating, ok := admit.(admission.MutationInterface); ok && mutating.Handles(admission.Create) {
 			if err := mutating.Admit(ctx, attrs, scope); err != nil {
 				return nil, err
 			}
 		}
-		return e.creater.Create(ctx, obj, rest.AdmissionToValidateObjectFunc(admit, attrs, scope), options)
+		return e.create(ctx, name, obj, rest.AdmissionToValidateObjectFunc(admit, attrs, scope), options)
 	})
 	if err != nil {
 		fail(err)

@@ -15,11 +15,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -365,5 +368,59 @@ func TestReviewHandlerMetrics(t *testing.T) {
 	if total-total0 < n || duration-duration0 < n || body-body0 < n {
 		t.Errorf("after %d reviews: apiserver_request_total +%v, apiserver_request_duration_seconds_count +%v, apiserver_request_body_size_bytes_count +%v; want each >= %d",
 			n, total-total0, duration-duration0, body-body0, n)
+	}
+}
+
+// TestTokenRequestHandlerNodeRestriction: TokenRequests the review handler answers still pass the
+// Node authorizer and NodeRestriction admission. The node is authorized to ask for the service
+// account's tokens (its pod runs as it), so every refusal past the first is admission's.
+func TestTokenRequestHandlerNodeRestriction(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	ensureServiceAccount(t, s.client, "default", "bot")
+	withVault := func(p *corev1.Pod) {
+		p.Spec.ServiceAccountName = "bot"
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "vault", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", Audience: "vault"}}},
+		}}})
+	}
+	mine, err := s.client.CoreV1().Pods("default").Create(ctx, newPod("mine", onNode("n1"), withVault), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := s.client.CoreV1().Pods("default").Create(ctx, newPod("theirs", onNode("n2"), withVault), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boundTo := func(p *corev1.Pod, audience string) authenticationv1.TokenRequestSpec {
+		return authenticationv1.TokenRequestSpec{Audiences: []string{audience}, BoundObjectRef: &authenticationv1.BoundObjectReference{
+			APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID,
+		}}
+	}
+	n1 := nodeClient(t, s, "n1")
+	eventually(t, "n1 gets its pod's token", func() error {
+		tr, err := requestToken(n1, "default", "bot", boundTo(mine, "vault"))
+		if err == nil && len(tr.ManagedFields) != 0 {
+			t.Fatalf("answer carries managed fields %v: the request did not take the review handler", tr.ManagedFields)
+		}
+		return err
+	})
+	for _, tc := range []struct {
+		name   string
+		client kubernetes.Interface
+		spec   authenticationv1.TokenRequestSpec
+		says   string
+	}{
+		{"a pod on another node", n1, boundTo(theirs, "vault"), "a pod scheduled on a different node"},
+		{"an audience its pod does not name", n1, boundTo(mine, "elsewhere"), `audience "elsewhere"`},
+		{"no pod", n1, authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}}, "pod"},
+		{"another node's pod, asked by a node without pods", nodeClient(t, s, "n3"), boundTo(mine, "vault"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := requestToken(tc.client, "default", "bot", tc.spec)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("token for %s: %v, want 403 naming %q", tc.name, err, tc.says)
+			}
+		})
 	}
 }

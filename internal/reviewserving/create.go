@@ -83,7 +83,7 @@ func (e *endpoint) serve(w http.ResponseWriter, req *http.Request, library http.
 		}
 		unknown = strict.Errors()
 	}
-	if !scope.AcceptsGroupVersion(gvk.GroupVersion()) {
+	if gvk == nil || !scope.AcceptsGroupVersion(gvk.GroupVersion()) {
 		handOver(w, req, body, library)
 		return
 	}

@@ -19,7 +19,8 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 		return err
 	}
 	installSPIFFEBundle(srv, a.podCerts)
-	return installAPIs(srv, apiDeps{
+	reviews := reviewStorage{}
+	if err := installAPIs(srv, apiDeps{
 		optsGetter: a.cfg.RESTOptionsGetter,
 		authorizer: a.cfg.Authorization.Authorizer,
 		rules:      a.cfg.RuleResolver,
@@ -27,7 +28,11 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 		authn:      a.cfg.Authentication.Authenticator,
 		audiences:  a.in.tokens.audiences,
 		tokens:     tokens.config,
-	})
+		served:     reviews.add,
+	}); err != nil {
+		return err
+	}
+	return a.installReviews(reviews)
 }
 
 // replaceVersionRoute serves idplane's version at /version: the library's route reports the

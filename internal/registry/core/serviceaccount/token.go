@@ -52,15 +52,34 @@ type Getters struct {
 	ServiceAccounts, Pods, Secrets, Nodes rest.Getter
 }
 
+// liveReadTimeout bounds a shared read of a service account: the default request timeout, so that
+// a read shared by several requests gives up no sooner than each one's own read would have.
+const liveReadTimeout = time.Minute
+
 // NewTokenREST returns the serviceaccounts/token subresource.
 func NewTokenREST(c TokenConfig, g Getters) rest.Storage {
-	return &tokenREST{config: c, getters: g}
+	r := &tokenREST{config: c, getters: g}
+	r.accounts = newSharedReads(r.readServiceAccount, liveReadTimeout)
+	return r
 }
 
 // tokenREST issues tokens (serviceaccounts/token); nothing is stored.
 type tokenREST struct {
 	config  TokenConfig
 	getters Getters
+	// accounts reads service accounts live (a token is never issued for an account the store
+	// no longer holds, or holds under another UID), one read shared by concurrent requests.
+	accounts *sharedReads[objectKey, *corev1.ServiceAccount]
+}
+
+type objectKey struct{ namespace, name string }
+
+func (r *tokenREST) readServiceAccount(ctx context.Context, k objectKey) (*corev1.ServiceAccount, error) {
+	obj, err := r.getters.ServiceAccounts.Get(genericapirequest.WithNamespace(ctx, k.namespace), k.name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.ServiceAccount), nil
 }
 
 var (
@@ -101,11 +120,10 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	if errs := validation.ValidateTokenRequest(req); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(tokenRequestKind.GroupKind(), name, errs)
 	}
-	saObj, err := r.getters.ServiceAccounts.Get(ctx, name, &metav1.GetOptions{})
+	sa, err := r.accounts.get(ctx, objectKey{namespace, name})
 	if err != nil {
 		return nil, err
 	}
-	sa := saObj.(*corev1.ServiceAccount)
 	if createValidation != nil {
 		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
 			return nil, err

@@ -185,7 +185,9 @@ func (r *tokenREST) bind(ctx context.Context, sa *corev1.ServiceAccount, ref *au
 		}
 		b.Pod = pod
 		if pod.Spec.NodeName != "" {
-			b.Node = r.podNode(ctx, pod.Spec.NodeName)
+			if b.Node, err = r.podNode(ctx, pod.Spec.NodeName); err != nil {
+				return b, err
+			}
 		}
 	case "Secret":
 		secret, err := get[*corev1.Secret](ctx, r.getters.Secrets, ref)
@@ -204,14 +206,23 @@ func (r *tokenREST) bind(ctx context.Context, sa *corev1.ServiceAccount, ref *au
 	return b, nil
 }
 
-// podNode is the node a pod-bound token names beside the pod; a node not (yet) registered is named
+// podNode is the node a pod-bound token names beside the pod. The name comes from the pod, read
+// live; the node's UID only describes where the pod runs, so it is read from the watch cache, as
+// upstream does, and live only when the cache cannot answer. A node not (yet) registered is named
 // without a UID rather than failing the request.
-func (r *tokenREST) podNode(ctx context.Context, name string) *corev1.Node {
-	obj, err := r.getters.Nodes.Get(genericapirequest.WithNamespace(ctx, ""), name, &metav1.GetOptions{})
+func (r *tokenREST) podNode(ctx context.Context, name string) (*corev1.Node, error) {
+	ctx = genericapirequest.WithNamespace(ctx, "")
+	obj, err := r.getters.Nodes.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
 	if err != nil {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		obj, err = r.getters.Nodes.Get(ctx, name, &metav1.GetOptions{})
 	}
-	return obj.(*corev1.Node)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+	case err != nil:
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading node %q of the pod: %w", name, err))
+	}
+	return obj.(*corev1.Node), nil
 }
 
 func boundUID(b serviceaccount.Binding) types.UID {

@@ -38,9 +38,14 @@ func newSharedReads[K comparable, T any](read func(context.Context, K) (T, error
 }
 
 // get returns key as a read started after this call read it. The value is shared with other
-// callers and must not be modified.
+// callers and must not be modified. A call that finds no read running performs one itself, on its
+// own goroutine; the others wait.
 func (s *sharedReads[K, T]) get(ctx context.Context, key K) (T, error) {
-	r := s.join(key)
+	r, lead := s.join(key)
+	if lead {
+		s.perform(key, r)
+		return r.val, r.err
+	}
 	select {
 	case <-r.done:
 		return r.val, r.err
@@ -50,36 +55,39 @@ func (s *sharedReads[K, T]) get(ctx context.Context, key K) (T, error) {
 	}
 }
 
-// join starts a read of key now if none runs, else queues behind the running one.
-func (s *sharedReads[K, T]) join(key K) *sharedRead[T] {
+// join returns the read a call arriving now may use: a new one, which the caller is to perform
+// (lead), if none runs for key, else the one queued behind the running read.
+func (s *sharedReads[K, T]) join(key K) (r *sharedRead[T], lead bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.byKey[key]
 	if q == nil {
 		r := &sharedRead[T]{done: make(chan struct{})}
 		s.byKey[key] = &readQueue[T]{running: r}
-		go s.run(key, r)
-		return r
+		return r, true
 	}
 	if q.next == nil {
 		q.next = &sharedRead[T]{done: make(chan struct{})}
 	}
-	return q.next
+	return q.next, false
 }
 
-// run performs r, then each read queued for key meanwhile, until none is queued.
-func (s *sharedReads[K, T]) run(key K, r *sharedRead[T]) {
-	for r != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		r.val, r.err = s.read(ctx, key)
-		cancel()
-		close(r.done)
-		s.mu.Lock()
-		q := s.byKey[key]
-		r, q.running, q.next = q.next, q.next, nil
-		if r == nil {
-			delete(s.byKey, key)
-		}
-		s.mu.Unlock()
+// perform runs r, the running read of key, then starts the read queued meanwhile, if any, on a
+// goroutine of its own: its callers are waiting, the caller of r need not.
+func (s *sharedReads[K, T]) perform(key K, r *sharedRead[T]) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	r.val, r.err = s.read(ctx, key)
+	cancel()
+	close(r.done)
+	s.mu.Lock()
+	q := s.byKey[key]
+	next := q.next
+	q.running, q.next = next, nil
+	if next == nil {
+		delete(s.byKey, key)
+	}
+	s.mu.Unlock()
+	if next != nil {
+		go s.perform(key, next)
 	}
 }

@@ -62,6 +62,16 @@ func wait(t *testing.T, r *sharedRead[string]) result {
 	}
 }
 
+// start joins the reads of key as get does, performing a read it leads on another goroutine, so
+// that the test can tell when each call joined.
+func start(s *sharedReads[string, string], key string) *sharedRead[string] {
+	r, lead := s.join(key)
+	if lead {
+		go s.perform(key, r)
+	}
+	return r
+}
+
 func pending(r *sharedRead[string]) bool {
 	select {
 	case <-r.done:
@@ -78,10 +88,10 @@ func TestSharedReadsNeverServeAnOlderRead(t *testing.T) {
 	store := newBlockingStore()
 	s := newSharedReads(store.read, time.Minute)
 
-	first := s.join("ns/sa")
+	first := start(s, "ns/sa")
 	<-store.started
 	// The account is replaced while the first read runs; these arrive after.
-	second, third := s.join("ns/sa"), s.join("ns/sa")
+	second, third := start(s, "ns/sa"), start(s, "ns/sa")
 	if second == first {
 		t.Fatal("a request arriving during a read joined that read")
 	}
@@ -119,11 +129,11 @@ func TestSharedReadsKeysAndErrors(t *testing.T) {
 	store := newBlockingStore()
 	s := newSharedReads(store.read, time.Minute)
 
-	a := s.join("ns/a")
+	a := start(s, "ns/a")
 	if key := <-store.started; key != "ns/a" {
 		t.Fatalf("read %q", key)
 	}
-	b := s.join("ns/b")
+	b := start(s, "ns/b")
 	if key := <-store.started; key != "ns/b" {
 		t.Fatal("a read of another key waited for ns/a's")
 	}
@@ -147,4 +157,15 @@ func TestSharedReadsKeysAndErrors(t *testing.T) {
 	// The cancelled request had queued a read; it still runs, harmlessly.
 	<-store.started
 	store.releaseOf("ns/a") <- result{val: "a"}
+
+	// With no read running, a request performs its own.
+	got := make(chan result, 1)
+	go func() { v, err := s.get(context.Background(), "ns/c"); got <- result{v, err} }()
+	if key := <-store.started; key != "ns/c" {
+		t.Fatalf("read %q", key)
+	}
+	store.releaseOf("ns/c") <- result{val: "c"}
+	if r := <-got; r.val != "c" || r.err != nil {
+		t.Fatalf("c = %+v", r)
+	}
 }

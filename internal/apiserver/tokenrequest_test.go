@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -9,12 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestTokenRequestFollowsRecreatedServiceAccount: requests made after a service account was
 // deleted are refused, and requests made after it was recreated, many at once, all get tokens
 // naming the new account's UID, never the old one's: concurrent requests share reads of the
-// account, but never one that started before they arrived.
+// account, but never one that started before they arrived. A request naming the old UID is
+// refused.
 func TestTokenRequestFollowsRecreatedServiceAccount(t *testing.T) {
 	s := startTestServer(t, t.TempDir(), nil)
 	ctx := context.Background()
@@ -46,6 +49,31 @@ func TestTokenRequestFollowsRecreatedServiceAccount(t *testing.T) {
 	}
 	if recreated.UID == old.UID {
 		t.Fatal("the recreated service account kept its UID")
+	}
+	// A request naming the account's UID (metadata.uid) is refused for another UID, as upstream,
+	// and every answer names the UID of the account the token was issued for.
+	for _, tc := range []struct {
+		name     string
+		uid      string
+		conflict bool
+	}{
+		{"the deleted account's UID", string(old.UID), true},
+		{"the account's UID", string(recreated.UID), false},
+		{"no UID", "", false},
+	} {
+		tr, err := accounts.CreateToken(ctx, name, &authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: types.UID(tc.uid)}}, metav1.CreateOptions{})
+		if tc.conflict {
+			if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "does not match the UID of the service account") {
+				t.Fatalf("%s: err = %v, want a conflict", tc.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if tr.UID != recreated.UID || uidOf(tr.Status.Token) != string(recreated.UID) {
+			t.Fatalf("%s: answer names UID %q, token %v; want %s", tc.name, tr.UID, uidOf(tr.Status.Token), recreated.UID)
+		}
 	}
 
 	const clients = 16

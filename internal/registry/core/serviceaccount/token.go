@@ -83,12 +83,21 @@ func (r *tokenREST) readServiceAccount(ctx context.Context, k objectKey) (*corev
 }
 
 var (
-	_ rest.NamedCreater             = &tokenREST{}
-	_ rest.GroupVersionKindProvider = &tokenREST{}
-	_ rest.SingularNameProvider     = &tokenREST{}
+	_ rest.NamedCreater                   = &tokenREST{}
+	_ rest.GroupVersionKindProvider       = &tokenREST{}
+	_ rest.SingularNameProvider           = &tokenREST{}
+	_ rest.SubresourceObjectMetaPreserver = &tokenREST{}
 )
 
 var tokenRequestKind = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
+
+// tokenRequestConflict is what a conflict about a TokenRequest names, as upstream.
+var tokenRequestConflict = schema.GroupResource{Group: tokenRequestKind.Group, Resource: tokenRequestKind.Kind}
+
+// PreserveRequestObjectMetaSystemFieldsOnSubresourceCreate keeps the request's metadata.uid for
+// Create: it names the service account the caller means, and a token is refused rather than
+// issued for a successor of that account. Create clears the other system fields itself.
+func (r *tokenREST) PreserveRequestObjectMetaSystemFieldsOnSubresourceCreate() bool { return true }
 
 func (r *tokenREST) New() runtime.Object     { return &authenticationv1.TokenRequest{} }
 func (r *tokenREST) Destroy()                {}
@@ -111,6 +120,8 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("TokenRequest name %q does not match service account %q", req.Name, name))
 	}
 	req.Name, req.Namespace = name, namespace
+	uid := req.UID
+	rest.WipeObjectMetaSystemFields(req)
 	if len(req.Spec.Audiences) == 0 {
 		req.Spec.Audiences = slices.Clone(r.config.APIAudiences)
 	}
@@ -124,6 +135,11 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	if err != nil {
 		return nil, err
 	}
+	if uid != "" && uid != sa.UID {
+		return nil, apierrors.NewConflict(tokenRequestConflict, name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", uid, sa.UID))
+	}
+	req.UID = sa.UID
 	if createValidation != nil {
 		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
 			return nil, err

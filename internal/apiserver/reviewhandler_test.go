@@ -185,8 +185,9 @@ func managedFieldsOf(t *testing.T, body []byte) (runtime.Object, int) {
 	m.SetManagedFields(nil)
 	m.SetCreationTimestamp(metav1.Time{}) // a SelfSubjectReview's: the two servers answer a moment apart
 	if tr, ok := obj.(*authenticationv1.TokenRequest); ok {
-		// Each server signs its own token for its own audience (its address).
-		tr.Status, tr.Spec.Audiences = authenticationv1.TokenRequestStatus{}, nil
+		// Each server signs its own token for its own audience (its address), and names its own
+		// service account's UID (TestTokenRequestFollowsRecreatedServiceAccount checks that UID).
+		tr.Status, tr.Spec.Audiences, tr.UID = authenticationv1.TokenRequestStatus{}, nil, ""
 	}
 	return obj, n
 }
@@ -205,7 +206,13 @@ func sameCredential(b []byte) []byte {
 // answer: the two servers answer a moment apart.
 var timeStamp = regexp.MustCompile(`"(time|creationTimestamp)":"[^"]*"`)
 
-func sameTimes(b []byte) []byte { return timeStamp.ReplaceAll(sameCredential(b), []byte(`"$1":"T"`)) }
+// uidField is a TokenRequest answer's uid: each server's service account has its own.
+var uidField = regexp.MustCompile(`"uid":"[0-9a-f-]{36}"`)
+
+func sameTimes(b []byte) []byte {
+	b = uidField.ReplaceAll(sameCredential(b), []byte(`"uid":"U"`))
+	return timeStamp.ReplaceAll(b, []byte(`"$1":"T"`))
+}
 
 // TestReviewHandlerMatchesLibrary sends the same requests, valid and bad, to a server whose review
 // and TokenRequest creates go through internal/reviewserving and to one whose go through the

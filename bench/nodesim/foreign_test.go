@@ -76,6 +76,9 @@ func TestLevelAgainstForeignServer(t *testing.T) {
 	if res.ServerRSSPerNodeKiB == nil || res.ServerRSSPerWatchKiB == nil || len(res.Servers) != 1 || res.Servers[0].RSSMiB <= 0 {
 		t.Errorf("server memory per node %v, per watch %v, servers %+v (%s); want them from /metrics", res.ServerRSSPerNodeKiB, res.ServerRSSPerWatchKiB, res.Servers, res.MemoryNote)
 	}
+	if res.ClientRSSPerNodeKiB == nil || res.ClientIdleRSSMiB <= 0 || res.ClientGoroutines <= 0 || !strings.Contains(out.String(), "KiB per simulated node") {
+		t.Errorf("the tool's own memory: idle %.0f MiB, per node %v KiB, %d goroutines; want all measured and reported", res.ClientIdleRSSMiB, res.ClientRSSPerNodeKiB, res.ClientGoroutines)
+	}
 	if res.Servers[0].CPUPercent != nil {
 		t.Errorf("server CPU %v of a process the tool does not know", *res.Servers[0].CPUPercent)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,10 +51,16 @@ type levelResult struct {
 	ServerRSSPerNodeKiB  *float64 `json:"serverRSSPerNodeKiB"`
 	ServerRSSPerWatchKiB *float64 `json:"serverRSSPerWatchKiB"`
 	// MemoryNote says where the servers' memory was read, or why it was not.
-	MemoryNote       string       `json:"memoryNote"`
-	ClientCPUPercent float64      `json:"clientCPUPercent"`
-	ClientRSSMiB     float64      `json:"clientRSSMiB"`
-	Errors           []errorCount `json:"errors,omitempty"`
+	MemoryNote       string  `json:"memoryNote"`
+	ClientCPUPercent float64 `json:"clientCPUPercent"`
+	ClientRSSMiB     float64 `json:"clientRSSMiB"`
+	// ClientIdleRSSMiB is the tool's RSS before any node starts; ClientRSSPerNodeKiB its growth
+	// from then to the end of the window per node, and ClientGoroutines its goroutines at that
+	// end: what one simulated node costs the machine that runs the fleet.
+	ClientIdleRSSMiB    float64      `json:"clientIdleRSSMiB"`
+	ClientRSSPerNodeKiB *float64     `json:"clientRSSPerNodeKiB"`
+	ClientGoroutines    int          `json:"clientGoroutines"`
+	Errors              []errorCount `json:"errors,omitempty"`
 	// SlowSeconds are the seconds of the steady window in which requests took the threshold or
 	// longer, with how many did.
 	SlowSeconds []slowSecond `json:"slowSeconds,omitempty"`
@@ -178,6 +185,10 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, scratch s
 		return res, err
 	}
 	haveMemory := err == nil
+	clientIdle, clientIdleErr := procstat.ReadMemory(os.Getpid())
+	if clientIdleErr == nil {
+		res.ClientIdleRSSMiB = procstat.MiB(clientIdle.RSS)
+	}
 
 	rec := newRecorder()
 	rec.setPhase(phaseStartup)
@@ -289,7 +300,11 @@ sampling:
 	res.ClientCPUPercent = 100 * (procstat.SelfCPU() - client0).Seconds() / window.Seconds()
 	if self, err := procstat.ReadMemory(os.Getpid()); err == nil {
 		res.ClientRSSMiB = procstat.MiB(self.RSS)
+		if clientIdleErr == nil {
+			res.ClientRSSPerNodeKiB = perNodeKiB(self.RSS-clientIdle.RSS, res.Nodes)
+		}
 	}
+	res.ClientGoroutines = runtime.NumGoroutine()
 	procs := make([]procFigures, len(idle))
 	for i := range idle {
 		procs[i] = procFigures{IdleRSSMiB: procstat.MiB(idle[i]), RSSMiB: procstat.MiB(last[i]), PeakRSSMiB: procstat.MiB(peaks[i])}
@@ -317,6 +332,14 @@ sampling:
 	res.Pass, res.Verdict = verdict(res.Steady, cfg.threshold)
 	res.PodCertificates = podCertificates(cfg, p, rec, tracker, res.StartupSeconds)
 	return res, nil
+}
+
+// perNodeKiB is a memory growth in bytes per node, in KiB; nil without nodes.
+func perNodeKiB(growth int64, nodes int) *float64 {
+	if nodes <= 0 {
+		return nil
+	}
+	return ptr.To(float64(growth) / 1024 / float64(nodes))
 }
 
 // buildNodes issues every node its certificate and client, spread over the servers round-robin.

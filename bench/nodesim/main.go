@@ -60,6 +60,8 @@ type config struct {
 	scratchRoot string
 	// podCertificate, when set, is the signer of a podCertificate source added to every pod.
 	podCertificate string
+	// pprofAddr, when set, is a loopback address serving the tool's own profiles.
+	pprofAddr string
 }
 
 func main() {
@@ -73,6 +75,11 @@ func run(ctx context.Context, cfg config) error {
 	// every cancelled renewal; the figures and the error list say what matters. A discarding
 	// logger silences errors too, which klog's own output would still copy to stderr.
 	klog.SetSlogLogger(slog.New(slog.DiscardHandler))
+	if cfg.pprofAddr != "" {
+		if err := servePprof(cfg.pprofAddr); err != nil {
+			return err
+		}
+	}
 
 	var results []levelResult
 	failed := false
@@ -137,6 +144,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.threshold, "p99", 100*time.Millisecond, "a level passes when the p99 of every kind of request stays under this")
 	fs.BoolVar(&cfg.keepGoing, "keep-going", false, "run the remaining levels after one fails")
 	fs.BoolVar(&cfg.keepLogs, "keep-logs", false, "keep every level's server and etcd logs in its temporary directory (the data is removed)")
+	fs.StringVar(&cfg.pprofAddr, "pprof-addr", "", "serve the tool's own profiles (/debug/pprof/) on this loopback host:port, to see what the simulated nodes cost the client")
 	fs.StringVar(&cfg.jsonFile, "json", "", "also write every level's figures as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -181,6 +189,11 @@ func parseFlags(args []string) (config, error) {
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", name))
+		}
+	}
+	if cfg.pprofAddr != "" {
+		if err := checkPprofAddr(cfg.pprofAddr); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if cfg.ramp < 0 || cfg.settle < 0 {

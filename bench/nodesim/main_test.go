@@ -56,6 +56,15 @@ func TestParseFlags(t *testing.T) {
 		{name: "no pods", args: []string{"-idplane", "x", "-pods-per-node", "0"}, wantErr: "-pods-per-node must be at least 1"},
 		{name: "zero window", args: []string{"-idplane", "x", "-duration", "0s"}, wantErr: "-duration must be positive"},
 		{name: "lease too short to quarter", args: []string{"-idplane", "x", "-lease-duration", "2s"}, wantErr: "at least 4s"},
+		{name: "profiles on loopback", args: []string{"-idplane", "x", "-pprof-addr", "127.0.0.1:0"}, check: func(t *testing.T, c config) {
+			if c.pprofAddr != "127.0.0.1:0" {
+				t.Errorf("pprof address %q", c.pprofAddr)
+			}
+		}},
+		{name: "profiles on every interface", args: []string{"-idplane", "x", "-pprof-addr", ":6060"}, wantErr: "a loopback IP address only"},
+		{name: "profiles on a host name", args: []string{"-idplane", "x", "-pprof-addr", "localhost:6060"}, wantErr: "a loopback IP address only"},
+		{name: "profiles on a routable address", args: []string{"-idplane", "x", "-pprof-addr", "192.0.2.1:6060"}, wantErr: "a loopback IP address only"},
+		{name: "profiles without a port", args: []string{"-idplane", "x", "-pprof-addr", "127.0.0.1"}, wantErr: "missing port"},
 		{name: "stray argument", args: []string{"-idplane", "x", "extra"}, wantErr: "unexpected arguments"},
 	}
 	for _, tt := range tests {
@@ -74,6 +83,23 @@ func TestParseFlags(t *testing.T) {
 				tt.check(t, c)
 			}
 		})
+	}
+}
+
+func TestPerNodeKiB(t *testing.T) {
+	for _, tt := range []struct {
+		growth int64
+		nodes  int
+		want   *float64
+	}{
+		{growth: 200 << 20, nodes: 100, want: ptr.To(2048.0)},
+		{growth: -(1 << 20), nodes: 1, want: ptr.To(-1024.0)},
+		{growth: 1 << 20, nodes: 0, want: nil},
+	} {
+		got := perNodeKiB(tt.growth, tt.nodes)
+		if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+			t.Errorf("perNodeKiB(%d, %d) = %v, want %v", tt.growth, tt.nodes, got, tt.want)
+		}
 	}
 }
 

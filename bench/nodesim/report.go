@@ -51,6 +51,10 @@ func printLevel(w io.Writer, r levelResult) {
 		tw.Flush()
 	}
 	fmt.Fprintf(w, "server memory (%s): %s KiB per node, %s KiB per open watch\n", r.MemoryNote, figure(r.ServerRSSPerNodeKiB), figure(r.ServerRSSPerWatchKiB))
+	if r.ClientRSSPerNodeKiB != nil {
+		fmt.Fprintf(w, "nodesim's own memory: %.0f MiB before the nodes, %.0f MiB at the end: %.0f KiB per simulated node; %d goroutines\n",
+			r.ClientIdleRSSMiB, r.ClientRSSMiB, *r.ClientRSSPerNodeKiB, r.ClientGoroutines)
+	}
 	if c := r.PodCertificates; c != nil {
 		fmt.Fprintf(w, "pod certificates (%s): %d PodCertificateRequests created (%.2f per pod); %d pods with files at %.1f pods/s over the start-up; node start → files p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
 			c.Signer, c.Requests, c.RequestsPerPod, c.PodsWithFiles, c.PodsPerSecond, c.P50Ms, c.P99Ms, c.MaxMs)

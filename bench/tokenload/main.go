@@ -20,6 +20,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -39,6 +40,9 @@ type config struct {
 	timeout    time.Duration
 	audience   string
 	bound      bool
+	// sar adds a third phase: SubjectAccessReviews of the service account, answered by the
+	// authorizers (Node, then RBAC).
+	sar bool
 }
 
 func main() {
@@ -55,6 +59,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "bound of each phase")
 	fs.StringVar(&cfg.audience, "audience", "", "audience of the tokens and the reviews; empty means the server's API audiences")
 	fs.BoolVar(&cfg.bound, "bound", false, "bind the tokens to a pod the tool creates (the server then also looks the pod up)")
+	fs.BoolVar(&cfg.sar, "sar", false, "add a SubjectAccessReview phase: may the service account get pods in its namespace")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -161,6 +166,16 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 			return fmt.Errorf("TokenReview with %d clients: %w", clients, err)
 		}
 		report(clients, "TokenReview", reviewed)
+
+		if cfg.sar {
+			sars := loadphase.Run(ctx, clients, loadphase.Bound{Count: cfg.count, Limit: cfg.timeout}, func(ctx context.Context, _ *mathrand.Rand, _ int) error {
+				return accessReview(ctx, cs, ns, subj)
+			})
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("SubjectAccessReview with %d clients: %w", clients, err)
+			}
+			report(clients, "SAR", sars)
+		}
 	}
 	fmt.Fprintf(out, "tokens signed with %s\n", alg)
 	return errors.Join(failures...)
@@ -192,6 +207,23 @@ func setUp(ctx context.Context, cs kubernetes.Interface, ns string, bound bool) 
 	subj.boundRef = &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: created.Name, UID: created.UID}
 	subj.podName = created.Name
 	return subj, nil
+}
+
+// accessReview asks whether the service account may get pods in its namespace. Nothing grants it,
+// so every authorizer is asked and each has no opinion: the answer must be a plain "no".
+func accessReview(ctx context.Context, cs kubernetes.Interface, ns string, subj subject) error {
+	r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               subj.username,
+		Groups:             serviceaccount.MakeGroupNames(ns),
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods"},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("reviewing access: %w", err)
+	}
+	if r.Status.Allowed || r.Status.Denied || r.Status.EvaluationError != "" {
+		return fmt.Errorf("access review answered %+v, want not allowed, not denied, no error", r.Status)
+	}
+	return nil
 }
 
 // checkReview says whether a review recognised a token as one of subj's.

@@ -107,6 +107,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{name: "defaults", args: nil, wantLevels: []int{16}},
 		{name: "levels", args: []string{"-concurrency", "1,16"}, wantLevels: []int{1, 16}},
+		{name: "access reviews", args: []string{"-sar"}, wantLevels: []int{16}},
 		{name: "bad level", args: []string{"-concurrency", "1,x"}, wantErr: `concurrency "x"`},
 		{name: "no requests", args: []string{"-count", "0"}, wantErr: "-count"},
 		{name: "no time", args: []string{"-timeout", "0s"}, wantErr: "-timeout"},
@@ -121,7 +122,7 @@ func TestParseFlags(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !slices.Equal(cfg.levels, tt.wantLevels) || cfg.count != 2000 || cfg.timeout != 2*time.Minute {
+			if err != nil || !slices.Equal(cfg.levels, tt.wantLevels) || cfg.count != 2000 || cfg.timeout != 2*time.Minute || cfg.sar != slices.Contains(tt.args, "-sar") {
 				t.Errorf("parseFlags(%q) = %+v, %v", tt.args, cfg, err)
 			}
 		})

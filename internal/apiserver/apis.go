@@ -52,6 +52,8 @@ type apiDeps struct {
 	authn     authenticator.Request
 	audiences authenticator.Audiences
 	tokens    serviceaccount.TokenConfig
+	// served, when set, is told the storage each group version serves.
+	served func(schema.GroupVersion, map[string]rest.Storage)
 	// nodeReadables serves node.idplane.io nodereadables; nil without mode Node.
 	nodeReadables rest.Storage
 }
@@ -184,6 +186,9 @@ func installAPIs(srv *genericapiserver.GenericAPIServer, d apiDeps) error {
 		}
 		for _, av := range g.versions {
 			info.VersionedResourcesStorageMap[av.name] = av.storageFor(storage)
+			if d.served != nil {
+				d.served(schema.GroupVersion{Group: g.group, Version: av.name}, info.VersionedResourcesStorageMap[av.name])
+			}
 		}
 		var err error
 		if g.group == "" {

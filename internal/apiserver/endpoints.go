@@ -23,7 +23,8 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 	if err != nil {
 		return err
 	}
-	return installAPIs(srv, apiDeps{
+	reviews := reviewStorage{}
+	if err := installAPIs(srv, apiDeps{
 		optsGetter: a.cfg.RESTOptionsGetter,
 		authorizer: a.cfg.Authorization.Authorizer,
 		rules:      a.cfg.RuleResolver,
@@ -31,9 +32,13 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 		authn:      a.cfg.Authentication.Authenticator,
 		audiences:  a.in.tokens.audiences,
 		tokens:     tokens.config,
+		served:     reviews.add,
 
 		nodeReadables: readables,
-	})
+	}); err != nil {
+		return err
+	}
+	return a.installReviews(reviews)
 }
 
 // replaceVersionRoute serves idplane's version at /version: the library's route reports the

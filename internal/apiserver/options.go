@@ -32,6 +32,10 @@ import (
 // Options are the settings of `idplane server`. The zero-flag defaults give a working control
 // plane on 127.0.0.1:6443 with embedded etcd in ./idplane-data.
 type Options struct {
+	// genericReviews answers review creates with the library's generic create handler instead of
+	// internal/reviewserving; no flag sets it: tests compare the two paths with it.
+	genericReviews bool
+
 	DataDir     string
 	BindAddress net.IP
 	// SecurePort 0 picks a free port; the admin kubeconfig names the real one.

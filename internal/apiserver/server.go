@@ -16,6 +16,7 @@ import (
 
 	"github.com/idplane/idplane/internal/leaderelection"
 	"github.com/idplane/idplane/internal/pki"
+	"github.com/idplane/idplane/internal/reviewserving"
 )
 
 // kubernetesVersion is the release whose API and library behaviour idplane follows.
@@ -173,6 +174,8 @@ type assembly struct {
 	loopback loopback
 	// podCerts are the built-in pod certificate signers' CAs (authentication step).
 	podCerts podCertCAs
+	// reviews answers the review creates (reviews.go).
+	reviews *reviewserving.Dispatcher
 }
 
 // build assembles the API server, one step per part, each in its own file. A step that opens
@@ -187,6 +190,7 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 		return nil, err
 	}
 	a := &assembly{o: o, in: in, cfg: cfg, loopback: lb}
+	a.reviewsInChain()
 	tokens, err := a.authentication(closers)
 	if err != nil {
 		return nil, err

@@ -2,8 +2,15 @@ package serviceaccount
 
 import (
 	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/asn1"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/big"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -20,28 +27,92 @@ type Signer interface {
 	Sign(ctx context.Context, payload []byte) (string, error)
 }
 
-// localSigner signs with the private key of the files.
-type localSigner struct{ signer jose.Signer }
+// localSigner signs with the private key of the files. Every token it signs has the same
+// protected header, so the header is encoded once; a token costs one hash, one signature and the
+// base64 of the payload and the signature.
+type localSigner struct {
+	key crypto.Signer
+	// header is the encoded protected header and its trailing dot, which the signing input and
+	// the token both start with.
+	header []byte
+	hash   crypto.Hash
+	// ecSize, for an ECDSA key, is the size in bytes of each of r and s, which JWS (RFC 7518,
+	// section 3.4) concatenates at fixed width instead of the DER the key returns.
+	ecSize int
+}
 
 func (s localSigner) Sign(_ context.Context, payload []byte) (string, error) {
-	jws, err := s.signer.Sign(payload)
+	enc := base64.RawURLEncoding
+	// The token is the signing input and ".<signature>"; the signature of the largest key
+	// (RSA 4096 or P-521) fits in 512 bytes.
+	buf := make([]byte, 0, len(s.header)+enc.EncodedLen(len(payload))+1+enc.EncodedLen(512))
+	buf = append(buf, s.header...)
+	buf = enc.AppendEncode(buf, payload)
+	h := s.hash.New()
+	h.Write(buf)
+	sig, err := s.key.Sign(rand.Reader, h.Sum(nil), s.hash)
 	if err != nil {
 		return "", err
 	}
-	return jws.CompactSerialize()
+	if s.ecSize > 0 {
+		if sig, err = ecdsaRaw(sig, s.ecSize); err != nil {
+			return "", err
+		}
+	}
+	buf = append(buf, '.')
+	return string(enc.AppendEncode(buf, sig)), nil
+}
+
+// ecdsaRaw turns an ASN.1 ECDSA signature into r and s, each left-padded to size bytes.
+func ecdsaRaw(der []byte, size int) ([]byte, error) {
+	var sig struct{ R, S *big.Int }
+	rest, err := asn1.Unmarshal(der, &sig)
+	if err != nil || len(rest) > 0 || sig.R.Sign() <= 0 || sig.S.Sign() <= 0 ||
+		sig.R.BitLen() > 8*size || sig.S.BitLen() > 8*size {
+		return nil, errors.New("malformed ECDSA signature")
+	}
+	out := make([]byte, 2*size)
+	sig.R.FillBytes(out[:size])
+	sig.S.FillBytes(out[size:])
+	return out, nil
+}
+
+// jwsHeader is the protected header of every token; its fields are in the order go-jose and
+// Kubernetes write them (sorted), so tokens look as they always have.
+type jwsHeader struct {
+	Algorithm jose.SignatureAlgorithm `json:"alg"`
+	KeyID     string                  `json:"kid"`
+	Type      string                  `json:"typ"`
 }
 
 // Signer returns the Signer of the signing key.
 func (k *Keys) Signer() (Signer, error) {
 	pk := k.signingKey()
-	signer, err := jose.NewSigner(
-		jose.SigningKey{Algorithm: pk.Algorithm, Key: jose.JSONWebKey{Key: k.Signing, KeyID: pk.ID}},
-		(&jose.SignerOptions{}).WithType("JWT"),
-	)
+	s := localSigner{key: k.Signing}
+	switch pk.Algorithm {
+	case jose.RS256:
+		s.hash = crypto.SHA256
+		if rk, ok := k.Signing.(*rsa.PrivateKey); ok {
+			// A key without its precomputed values (CRT and the checked key) would derive
+			// them again for every signature; keys parsed from PEM have them already, a key
+			// built in code may not.
+			rk.Precompute()
+		}
+	case jose.ES256:
+		s.hash, s.ecSize = crypto.SHA256, 32
+	case jose.ES384:
+		s.hash, s.ecSize = crypto.SHA384, 48
+	case jose.ES512:
+		s.hash, s.ecSize = crypto.SHA512, 66
+	default:
+		return nil, fmt.Errorf("building the service-account token signer: algorithm %s is not supported", pk.Algorithm)
+	}
+	header, err := json.Marshal(jwsHeader{Algorithm: pk.Algorithm, KeyID: pk.ID, Type: "JWT"})
 	if err != nil {
 		return nil, fmt.Errorf("building the service-account token signer: %w", err)
 	}
-	return localSigner{signer}, nil
+	s.header = append(base64.RawURLEncoding.AppendEncode(nil, header), '.')
+	return s, nil
 }
 
 // Issuer signs service-account tokens with a Signer, in the name of one issuer.

@@ -1,6 +1,8 @@
 package reviewattrs
 
 import (
+	"reflect"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,7 +80,9 @@ func validateEmptyMeta(meta metav1.ObjectMeta, namespaced bool) field.ErrorList 
 		meta.Namespace = ""
 		msg = "must be empty except for namespace"
 	}
-	if apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, meta) {
+	// The plain comparison answers the usual empty metadata at a fraction of the semantic one's
+	// cost (a review's hot path); only what it finds unequal is compared semantically.
+	if reflect.DeepEqual(metav1.ObjectMeta{}, meta) || apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, meta) {
 		return nil
 	}
 	return field.ErrorList{field.Invalid(field.NewPath("metadata"), meta, msg)}

@@ -52,24 +52,52 @@ type Getters struct {
 	ServiceAccounts, Pods, Secrets, Nodes rest.Getter
 }
 
+// liveReadTimeout bounds a shared read of a service account: the default request timeout, so that
+// a read shared by several requests gives up no sooner than each one's own read would have.
+const liveReadTimeout = time.Minute
+
 // NewTokenREST returns the serviceaccounts/token subresource.
 func NewTokenREST(c TokenConfig, g Getters) rest.Storage {
-	return &tokenREST{config: c, getters: g}
+	r := &tokenREST{config: c, getters: g}
+	r.accounts = newSharedReads(r.readServiceAccount, liveReadTimeout)
+	return r
 }
 
 // tokenREST issues tokens (serviceaccounts/token); nothing is stored.
 type tokenREST struct {
 	config  TokenConfig
 	getters Getters
+	// accounts reads service accounts live (a token is never issued for an account the store
+	// no longer holds, or holds under another UID), one read shared by concurrent requests.
+	accounts *sharedReads[objectKey, *corev1.ServiceAccount]
+}
+
+type objectKey struct{ namespace, name string }
+
+func (r *tokenREST) readServiceAccount(ctx context.Context, k objectKey) (*corev1.ServiceAccount, error) {
+	obj, err := r.getters.ServiceAccounts.Get(genericapirequest.WithNamespace(ctx, k.namespace), k.name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.ServiceAccount), nil
 }
 
 var (
-	_ rest.NamedCreater             = &tokenREST{}
-	_ rest.GroupVersionKindProvider = &tokenREST{}
-	_ rest.SingularNameProvider     = &tokenREST{}
+	_ rest.NamedCreater                   = &tokenREST{}
+	_ rest.GroupVersionKindProvider       = &tokenREST{}
+	_ rest.SingularNameProvider           = &tokenREST{}
+	_ rest.SubresourceObjectMetaPreserver = &tokenREST{}
 )
 
 var tokenRequestKind = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest")
+
+// tokenRequestConflict is what a conflict about a TokenRequest names, as upstream.
+var tokenRequestConflict = schema.GroupResource{Group: tokenRequestKind.Group, Resource: tokenRequestKind.Kind}
+
+// PreserveRequestObjectMetaSystemFieldsOnSubresourceCreate keeps the request's metadata.uid for
+// Create: it names the service account the caller means, and a token is refused rather than
+// issued for a successor of that account. Create clears the other system fields itself.
+func (r *tokenREST) PreserveRequestObjectMetaSystemFieldsOnSubresourceCreate() bool { return true }
 
 func (r *tokenREST) New() runtime.Object     { return &authenticationv1.TokenRequest{} }
 func (r *tokenREST) Destroy()                {}
@@ -92,6 +120,8 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("TokenRequest name %q does not match service account %q", req.Name, name))
 	}
 	req.Name, req.Namespace = name, namespace
+	uid := req.UID
+	rest.WipeObjectMetaSystemFields(req)
 	if len(req.Spec.Audiences) == 0 {
 		req.Spec.Audiences = slices.Clone(r.config.APIAudiences)
 	}
@@ -101,11 +131,15 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	if errs := validation.ValidateTokenRequest(req); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(tokenRequestKind.GroupKind(), name, errs)
 	}
-	saObj, err := r.getters.ServiceAccounts.Get(ctx, name, &metav1.GetOptions{})
+	sa, err := r.accounts.get(ctx, objectKey{namespace, name})
 	if err != nil {
 		return nil, err
 	}
-	sa := saObj.(*corev1.ServiceAccount)
+	if uid != "" && uid != sa.UID {
+		return nil, apierrors.NewConflict(tokenRequestConflict, name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", uid, sa.UID))
+	}
+	req.UID = sa.UID
 	if createValidation != nil {
 		if err := createValidation(ctx, req.DeepCopyObject()); err != nil {
 			return nil, err
@@ -167,7 +201,9 @@ func (r *tokenREST) bind(ctx context.Context, sa *corev1.ServiceAccount, ref *au
 		}
 		b.Pod = pod
 		if pod.Spec.NodeName != "" {
-			b.Node = r.podNode(ctx, pod.Spec.NodeName)
+			if b.Node, err = r.podNode(ctx, pod.Spec.NodeName); err != nil {
+				return b, err
+			}
 		}
 	case "Secret":
 		secret, err := get[*corev1.Secret](ctx, r.getters.Secrets, ref)
@@ -186,14 +222,23 @@ func (r *tokenREST) bind(ctx context.Context, sa *corev1.ServiceAccount, ref *au
 	return b, nil
 }
 
-// podNode is the node a pod-bound token names beside the pod; a node not (yet) registered is named
+// podNode is the node a pod-bound token names beside the pod. The name comes from the pod, read
+// live; the node's UID only describes where the pod runs, so it is read from the watch cache, as
+// upstream does, and live only when the cache cannot answer. A node not (yet) registered is named
 // without a UID rather than failing the request.
-func (r *tokenREST) podNode(ctx context.Context, name string) *corev1.Node {
-	obj, err := r.getters.Nodes.Get(genericapirequest.WithNamespace(ctx, ""), name, &metav1.GetOptions{})
+func (r *tokenREST) podNode(ctx context.Context, name string) (*corev1.Node, error) {
+	ctx = genericapirequest.WithNamespace(ctx, "")
+	obj, err := r.getters.Nodes.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
 	if err != nil {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		obj, err = r.getters.Nodes.Get(ctx, name, &metav1.GetOptions{})
 	}
-	return obj.(*corev1.Node)
+	switch {
+	case apierrors.IsNotFound(err):
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+	case err != nil:
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading node %q of the pod: %w", name, err))
+	}
+	return obj.(*corev1.Node), nil
 }
 
 func boundUID(b serviceaccount.Binding) types.UID {

@@ -17,6 +17,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/utils/clock"
 
+	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	"github.com/idplane/idplane/internal/registry/apiextensions/customresourcedefinition"
 	"github.com/idplane/idplane/internal/registry/authentication/selfsubjectreview"
@@ -51,6 +52,8 @@ type apiDeps struct {
 	authn     authenticator.Request
 	audiences authenticator.Audiences
 	tokens    serviceaccount.TokenConfig
+	// nodeReadables serves node.idplane.io nodereadables; nil without mode Node.
+	nodeReadables rest.Storage
 }
 
 type restConstructor func(apiDeps) (map[string]rest.Storage, error)
@@ -121,6 +124,15 @@ var groups = []apiGroup{
 	{"storage.k8s.io", v("v1"), described("storage.k8s.io"), nil},
 	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New(gmsacredentialspec.CRD()))}, nil},
 	{"windows.k8s.io", []apiVersion{{name: "v1"}, {name: "v1alpha1"}}, described("windows.k8s.io"), nil},
+	{nodev1alpha1.GroupName, v("v1alpha1"), []restConstructor{nodeReadables}, nil},
+}
+
+// nodeReadables are served only with the Node authorizer, whose graph they follow.
+func nodeReadables(d apiDeps) (map[string]rest.Storage, error) {
+	if d.nodeReadables == nil {
+		return nil, nil
+	}
+	return map[string]rest.Storage{nodev1alpha1.ResourceName: d.nodeReadables}, nil
 }
 
 // podCertificateRequests' /status asks the authorizer who may sign.
@@ -161,6 +173,9 @@ func installAPIs(srv *genericapiserver.GenericAPIServer, d apiDeps) error {
 			for path, s := range resources {
 				storage[path] = s
 			}
+		}
+		if len(storage) == 0 {
+			continue // a group whose resources this configuration does not serve
 		}
 		if g.linked != nil {
 			for path, s := range g.linked(d, storage) {

@@ -19,6 +19,10 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 		return err
 	}
 	installSPIFFEBundle(srv, a.podCerts)
+	readables, err := a.nodeReadables(srv, authz)
+	if err != nil {
+		return err
+	}
 	return installAPIs(srv, apiDeps{
 		optsGetter: a.cfg.RESTOptionsGetter,
 		authorizer: a.cfg.Authorization.Authorizer,
@@ -27,6 +31,8 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 		authn:      a.cfg.Authentication.Authenticator,
 		audiences:  a.in.tokens.audiences,
 		tokens:     tokens.config,
+
+		nodeReadables: readables,
 	})
 }
 

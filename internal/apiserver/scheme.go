@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
+	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	windowsv1alpha1 "github.com/idplane/idplane/api/windows/v1alpha1"
 	csrv1beta1 "github.com/idplane/idplane/internal/conversion/certificatesv1beta1"
@@ -95,6 +96,9 @@ var served = []struct {
 	}},
 	// v1alpha1, the GMSA design's version, converts to and from v1 (see init).
 	{windowsv1alpha1.SchemeGroupVersion, windowsv1alpha1.AddToScheme, nil},
+	{nodev1alpha1.SchemeGroupVersion, nodev1alpha1.AddToScheme, []runtime.Object{
+		&nodev1alpha1.NodeReadable{}, &nodev1alpha1.NodeReadableList{},
+	}},
 }
 
 func init() {

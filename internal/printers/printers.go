@@ -26,6 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/clock"
 
+	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 )
 
@@ -222,6 +223,7 @@ var tables = map[schema.GroupResource]rest.TableConvertor{
 	rbacv1.Resource("rolebindings"):                       roleBindings,
 	rbacv1.Resource("clusterrolebindings"):                clusterRoleBindings,
 	windowsv1.Resource("gmsacredentialspecs"):             gmsaCredentialSpecs,
+	nodev1alpha1.Resource(nodev1alpha1.ResourceName):      nodeReadables,
 }
 
 // For returns the table kubectl prints resource with, or nil for a resource without columns

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/klog/v2"
 
+	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
 	"github.com/idplane/idplane/internal/authz/policyrule"
 	"github.com/idplane/idplane/internal/nodeidentity"
 )
@@ -31,6 +32,7 @@ const (
 	reasonNoAdmission = "no opinion: this write is allowed to nodes only where NodeRestriction admission limits each node to its own objects, and it is not declared enabled"
 	reasonOwnObject   = "the object belongs to the requesting node"
 	reasonNodePods    = "the field selector limits the request to the requesting node's objects"
+	reasonReadables   = "the field selector limits the request to what the requesting node may read"
 )
 
 var reasonReached = [numKinds]string{
@@ -158,6 +160,10 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 			if req.resource == "podcertificaterequests" {
 				return a.podCertificateRequest(ctx, node, &req)
 			}
+		case nodev1alpha1.GroupName:
+			if req.resource == nodev1alpha1.ResourceName {
+				return a.nodeReadables(node, &req)
+			}
 		case "resource.k8s.io":
 			switch req.resource {
 			case "resourceclaims":
@@ -273,6 +279,17 @@ func (a *Authorizer) podCertificateRequest(ctx context.Context, node string, req
 		}
 	}
 	return a.deny(node, "node "+strconv.Quote(node)+" may not "+describe(req))
+}
+
+// nodeReadables decides node.idplane.io nodereadables: a node lists and watches only its own,
+// with field selector nodeName=<itself>. The storage refuses any other caller as well.
+func (a *Authorizer) nodeReadables(node string, req *request) (authorizer.Decision, string, error) {
+	if req.sub == "" && (req.verb == "list" || req.verb == "watch") {
+		if v, ok := fieldValue(req, nodev1alpha1.NodeNameField); ok && v == node {
+			return authorizer.DecisionAllow, reasonReadables, nil
+		}
+	}
+	return a.deny(node, "node "+strconv.Quote(node)+" may only list or watch nodereadables with field selector "+nodev1alpha1.NodeNameField+"="+node)
 }
 
 // nodeObject decides nodes: a node reads only its own Node object (so that it can look

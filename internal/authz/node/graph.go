@@ -77,6 +77,8 @@ type Graph struct {
 	scratch []objKey
 
 	reach *reachSet
+	// readable, when set, hears every (node, secret or configmap) pair appear and go.
+	readable func(ReadableChange)
 }
 
 // NewGraph returns an empty graph.
@@ -112,14 +114,17 @@ func (g *Graph) AddPod(pod *corev1.Pod) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	defer g.recordSizesLocked()
-	if old, ok := g.pods[key]; ok {
-		if old == rec {
-			return
-		}
-		g.applyPodLocked(key, old, -1)
+	old, had := g.pods[key]
+	if had && old == rec {
+		return
 	}
 	g.pods[key] = rec
+	// The new paths first: an object both versions use keeps its path throughout, so that no
+	// one hearing the graph's changes sees it go and come back.
 	g.applyPodLocked(key, rec, 1)
+	if had {
+		g.applyPodLocked(key, old, -1)
+	}
 }
 
 // DeletePod withdraws everything the pod granted its node.
@@ -339,7 +344,9 @@ func (g *Graph) linkPCRLocked(key nsName, rec pcrRecord, delta int32) {
 // twice.
 func (g *Graph) applyLocked(node string, keys []objKey, delta int32) {
 	for _, k := range keys {
-		g.reach.addLocked(node, k, delta)
+		if changed := g.reach.addLocked(node, k, delta); changed != 0 && g.readable != nil {
+			g.tellReadableLocked(node, k, changed > 0)
+		}
 	}
 }
 

@@ -154,9 +154,10 @@ func (s *reachSet) has(node string, k kind, namespace, name string) bool {
 }
 
 // addLocked changes the number of paths from node to the object by delta, adding the pair
-// when it gains its first path and removing it when it loses its last. The caller holds
-// the graph's write lock.
-func (s *reachSet) addLocked(node string, key objKey, delta int32) {
+// when it gains its first path and removing it when it loses its last, and reports which of
+// those happened: +1 the pair appeared, -1 it went, 0 neither. The caller holds the graph's
+// write lock.
+func (s *reachSet) addLocked(node string, key objKey, delta int32) int {
 	h := s.hash(node, key.namespace, key.name)
 	fp, want := fingerprintOf(h), liveState(key.kind)
 	sh := shardOf(h)
@@ -175,11 +176,12 @@ func (s *reachSet) addLocked(node string, key objKey, delta int32) {
 			sl.state.Store(slotRemoved)
 			use.live--
 			s.live--
+			return -1
 		}
-		return
+		return 0
 	}
 	if delta <= 0 {
-		return
+		return 0
 	}
 	size := keySize(len(node), len(key.namespace), len(key.name))
 	if (use.used+1)*4 > len(t.slots)*3 || use.arena+size > len(t.arena) {
@@ -189,6 +191,21 @@ func (s *reachSet) addLocked(node string, key objKey, delta int32) {
 	}
 	fill(t, use, i, uint32(h), fp, delta, want, node, key.namespace, key.name)
 	s.live++
+	return 1
+}
+
+// eachLocked calls fn with every live pair of kind k. The caller holds the graph's lock.
+func (s *reachSet) eachLocked(k kind, fn func(node, namespace, name string)) {
+	want := liveState(k)
+	for sh := range s.shards {
+		t := s.shards[sh].Load()
+		for i := range t.slots {
+			if sl := &t.slots[i]; sl.state.Load() == want {
+				node, namespace, name, _ := t.parts(sl)
+				fn(string(node), string(namespace), string(name))
+			}
+		}
+	}
 }
 
 // emptySlot is where a pair whose hash has lowHash goes in a table that does not hold it.

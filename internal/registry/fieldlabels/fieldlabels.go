@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
 	windowsv1 "github.com/idplane/idplane/api/windows/v1"
 	windowsv1alpha1 "github.com/idplane/idplane/api/windows/v1alpha1"
 )
@@ -117,6 +118,10 @@ func init() {
 			return fields.Set{"spec.signerName": r.Spec.SignerName, "spec.podName": r.Spec.PodName, "spec.nodeName": string(r.Spec.NodeName)}
 		}})
 	}
+	// A node's readable objects are selected by the node's name, which every request must give.
+	add(kind{nodev1alpha1.SchemeGroupVersion.WithKind("NodeReadable"), true, &nodev1alpha1.NodeReadable{}, func(o runtime.Object) fields.Set {
+		return fields.Set{nodev1alpha1.NodeNameField: o.(*nodev1alpha1.NodeReadable).NodeName}
+	}})
 	// Selectors on v1beta1 lists name the same fields; the objects filtered are the stored v1 ones.
 	add(kind{certificatesv1beta1.SchemeGroupVersion.WithKind("CertificateSigningRequest"), false, &certificatesv1.CertificateSigningRequest{}, func(o runtime.Object) fields.Set {
 		return fields.Set{"spec.signerName": o.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}

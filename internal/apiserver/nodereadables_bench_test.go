@@ -1,0 +1,195 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/idplane/idplane/internal/pki"
+)
+
+// benchPodsPerNode is how many pods, each with its own secret, each of the 100 nodes runs.
+const benchPodsPerNode = 10
+
+// nodeConfigs mints a client configuration per node of the populated server.
+func nodeConfigs(b *testing.B, ts *testServer) []*rest.Config {
+	b.Helper()
+	ca, err := pki.EnsureCA(pki.Files{Dir: filepath.Join(ts.dataDir, "pki")}, "unused", time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := make([]*rest.Config, memNodes)
+	for i := range out {
+		certPEM, keyPEM, err := pki.Issue(ca, pki.IssueRequest{
+			CommonName: fmt.Sprintf("system:node:node-%d", i), Organization: []string{"system:nodes"},
+			Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, Validity: time.Hour, Now: time.Now(),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := rest.AnonymousClientConfig(ts.config)
+		cfg.CertData, cfg.KeyData = certPEM, keyPEM
+		cfg.QPS, cfg.Burst = -1, -1
+		out[i] = cfg
+	}
+	return out
+}
+
+// watchReadables opens node n's nodereadables watch and reads its initial events up to the
+// bookmark that ends them.
+func watchReadables(b *testing.B, ctx context.Context, cfg *rest.Config, n int) watch.Interface {
+	b.Helper()
+	opts := forNode(fmt.Sprintf("node-%d", n))
+	opts.SendInitialEvents, opts.AllowWatchBookmarks = ptrTo(true), true
+	opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	w, err := newReadablesClient(b, cfg).watch(ctx, "", opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for e := range w.ResultChan() {
+		if e.Type == watch.Bookmark {
+			return w
+		}
+	}
+	b.Fatal("watch ended before its initial events did")
+	return nil
+}
+
+// processMemory is the Go heap and goroutine stacks in use after a full collection.
+func processMemory() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse + ms.StackInuse
+}
+
+// BenchmarkWatchMemory measures what one open watch costs the process (server and its in-process
+// clients: heap and goroutine stacks after a GC, each node's connection already open), for the two ways a node follows its pods'
+// secrets: one watch per secret by metadata.name, as a kubelet does, or one nodereadables watch
+// for all of them. 100 nodes × 10 pods, each pod with its own secret. Run it once:
+//
+//	go test -run '^$' -bench BenchmarkWatchMemory -benchtime 1x ./internal/apiserver/
+func BenchmarkWatchMemory(b *testing.B) {
+	// The secret mode's watches are 10 per node plus kube-root-ca.crt's.
+	for _, mode := range []string{"secret-per-object", "nodereadables"} {
+		b.Run(mode, func(b *testing.B) {
+			ts := startBenchServer(b)
+			ctx := b.Context()
+			populate(b, ctx, ts.client, memNodes*benchPodsPerNode)
+			waitGraphCaughtUp(b, ctx, ts.client)
+			configs := nodeConfigs(b, ts)
+			kube := make([]kubernetes.Interface, len(configs))
+			for i, cfg := range configs {
+				kube[i] = kubernetes.NewForConfigOrDie(cfg)
+				// The node's connection is open before the measure starts: the figures are the
+				// watches', not the TLS connections' (each node's watches share its connection).
+				if _, err := kube[i].CoreV1().Nodes().Get(ctx, fmt.Sprintf("node-%d", i), metav1.GetOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var watches []watch.Interface
+			defer func() {
+				for _, w := range watches {
+					w.Stop()
+				}
+			}()
+			before := processMemory()
+			for b.Loop() {
+				for n := range memNodes {
+					if mode == "nodereadables" {
+						watches = append(watches, watchReadables(b, ctx, configs[n], n))
+						continue
+					}
+					// The pods also use kube-root-ca.crt, through their service account volume.
+					w, err := kube[n].CoreV1().ConfigMaps(metav1.NamespaceDefault).Watch(ctx, metav1.ListOptions{
+						FieldSelector: fields.OneTermEqualSelector("metadata.name", "kube-root-ca.crt").String(),
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					<-w.ResultChan()
+					watches = append(watches, w)
+					for p := n; p < memNodes*benchPodsPerNode; p += memNodes {
+						name := fmt.Sprintf("app-%d", p)
+						w, err := kube[n].CoreV1().Secrets(metav1.NamespaceDefault).Watch(ctx, metav1.ListOptions{
+							FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+						})
+						if err != nil {
+							b.Fatal(err)
+						}
+						<-w.ResultChan()
+						watches = append(watches, w)
+					}
+				}
+			}
+			after := processMemory()
+			b.ReportMetric(float64(after-before)/float64(len(watches))/1024, "KiB/watch")
+			b.ReportMetric(float64(after-before)/float64(memNodes)/1024, "KiB/node")
+			b.ReportMetric(float64(len(watches)), "watches")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkNodeReadablesEvents measures events delivered through nodereadables watches: 100
+// nodes' watches open, 16 clients update secrets (each used by one pod), and the benchmark ends
+// when every update has reached its node as a MODIFIED event.
+//
+//	go test -run '^$' -bench BenchmarkNodeReadablesEvents -benchtime 5000x ./internal/apiserver/
+func BenchmarkNodeReadablesEvents(b *testing.B) {
+	ts := startBenchServer(b)
+	ctx := b.Context()
+	populate(b, ctx, ts.client, memNodes*benchPodsPerNode)
+	waitGraphCaughtUp(b, ctx, ts.client)
+	configs := nodeConfigs(b, ts)
+	var received atomic.Int64
+	for n, cfg := range configs {
+		w := watchReadables(b, ctx, cfg, n)
+		defer w.Stop()
+		go func() {
+			for e := range w.ResultChan() {
+				if e.Type == watch.Modified {
+					received.Add(1)
+				}
+			}
+		}()
+	}
+	secrets := ts.client.CoreV1().Secrets(metav1.NamespaceDefault)
+	var next atomic.Int64
+	b.SetParallelism(8) // 16 clients on 2 cores
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			p := i % (memNodes * benchPodsPerNode)
+			patch := fmt.Sprintf(`{"stringData":{"password":%q}}`, strings.Repeat("x", 8)+strconv.FormatInt(i, 10))
+			if _, err := secrets.Patch(ctx, fmt.Sprintf("app-%d", p), "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	want := next.Load()
+	err := wait.PollUntilContextTimeout(ctx, time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return received.Load() >= want, nil
+	})
+	if err != nil {
+		b.Fatalf("%d of %d events delivered", received.Load(), want)
+	}
+	b.ReportMetric(float64(want)/time.Since(start).Seconds(), "events/s")
+}

@@ -1,0 +1,256 @@
+package nodereadable
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/watch"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
+	"github.com/idplane/idplane/internal/authz/node"
+	"github.com/idplane/idplane/internal/nodeidentity"
+)
+
+// Freshness lets the graph catch up with storage before a node's items are listed, as the Node
+// authorizer does before it refuses a GET.
+type Freshness interface {
+	WaitFresh(ctx context.Context) bool
+}
+
+// Probe reads, from storage as a GET does, whether a Secret (or with configMap a ConfigMap)
+// exists and its resourceVersion.
+type Probe func(ctx context.Context, configMap bool, namespace, name string) (revision uint64, found bool, err error)
+
+// Options configure a REST.
+type Options struct {
+	// BookmarkInterval is how often an idle watch that allows bookmarks gets one.
+	BookmarkInterval time.Duration
+	// CatchUpTimeout bounds how long a list waits for the informers to deliver an object storage
+	// already holds.
+	CatchUpTimeout time.Duration
+	Clock          clock.WithTicker
+	Table          rest.TableConvertor
+}
+
+// REST serves nodereadables from a Hub: list and watch, for the node the request names and that
+// node alone.
+type REST struct {
+	hub   *Hub
+	fresh Freshness
+	probe Probe
+	opts  Options
+}
+
+var (
+	_ rest.Storage              = (*REST)(nil)
+	_ rest.Scoper               = (*REST)(nil)
+	_ rest.Lister               = (*REST)(nil)
+	_ rest.Watcher              = (*REST)(nil)
+	_ rest.SingularNameProvider = (*REST)(nil)
+)
+
+// NewREST serves hub's streams; fresh and probe make a list show at least what a GET would.
+func NewREST(hub *Hub, fresh Freshness, probe Probe, opts Options) *REST {
+	if opts.BookmarkInterval <= 0 {
+		opts.BookmarkInterval = time.Minute
+	}
+	if opts.CatchUpTimeout <= 0 {
+		opts.CatchUpTimeout = 5 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Table == nil {
+		opts.Table = rest.NewDefaultTableConvertor(nodev1alpha1.Resource(nodev1alpha1.ResourceName))
+	}
+	return &REST{hub: hub, fresh: fresh, probe: probe, opts: opts}
+}
+
+func (s *REST) New() runtime.Object     { return &nodev1alpha1.NodeReadable{} }
+func (s *REST) NewList() runtime.Object { return &nodev1alpha1.NodeReadableList{} }
+func (s *REST) Destroy()                {}
+func (s *REST) NamespaceScoped() bool   { return true }
+func (s *REST) GetSingularName() string { return "nodereadable" }
+func (s *REST) ConvertToTable(ctx context.Context, obj, opts runtime.Object) (*metav1.Table, error) {
+	return s.opts.Table.ConvertToTable(ctx, obj, opts)
+}
+
+// target is the node a request is for and the namespace it is limited to. It must select exactly
+// one node by field selector, and come from that node: no other identity, however privileged, may
+// read a node's stream (RBAC cannot grant it).
+func target(ctx context.Context, opts *metainternalversion.ListOptions) (nodeName, namespace string, err error) {
+	gr := nodev1alpha1.Resource(nodev1alpha1.ResourceName)
+	if opts == nil || opts.FieldSelector == nil || opts.FieldSelector.Empty() {
+		return "", "", apierrors.NewBadRequest("nodereadables must be listed and watched with field selector " + nodev1alpha1.NodeNameField + "=<node>")
+	}
+	reqs := opts.FieldSelector.Requirements()
+	if len(reqs) != 1 || reqs[0].Field != nodev1alpha1.NodeNameField || reqs[0].Value == "" ||
+		reqs[0].Operator != selection.Equals && reqs[0].Operator != selection.DoubleEquals {
+		return "", "", apierrors.NewBadRequest(fmt.Sprintf("field selector %q: nodereadables take exactly one field selector, %s=<node>", opts.FieldSelector.String(), nodev1alpha1.NodeNameField))
+	}
+	if opts.LabelSelector != nil && !opts.LabelSelector.Empty() {
+		return "", "", apierrors.NewBadRequest("nodereadables take no label selector")
+	}
+	nodeName = reqs[0].Value
+	u, ok := genericapirequest.UserFrom(ctx)
+	if !ok {
+		return "", "", apierrors.NewForbidden(gr, "", fmt.Errorf("no user in the request"))
+	}
+	if caller, isNode := nodeidentity.NodeName(u); !isNode || caller != nodeName {
+		return "", "", apierrors.NewForbidden(gr, "", fmt.Errorf("user %q may not read the nodereadables of node %q: only that node itself may", u.GetName(), nodeName))
+	}
+	namespace, _ = genericapirequest.NamespaceFrom(ctx)
+	return nodeName, namespace, nil
+}
+
+// List returns what the node may read now, after the graph has caught up with storage.
+func (s *REST) List(ctx context.Context, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	nodeName, namespace, err := target(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+		return nil, apierrors.NewBadRequest("nodereadables are listed at the latest position only: resourceVersionMatch=Exact is not supported")
+	}
+	if err := s.catchUp(ctx, nodeName, namespace); err != nil {
+		return nil, err
+	}
+	s.hub.mu.Lock()
+	list := &nodev1alpha1.NodeReadableList{
+		ListMeta: metav1.ListMeta{ResourceVersion: s.hub.position(s.hub.seq)},
+		Items:    s.hub.snapshotLocked(nodeName, namespace),
+	}
+	s.hub.mu.Unlock()
+	slices.SortFunc(list.Items, func(a, b nodev1alpha1.NodeReadable) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	if list.Items == nil {
+		list.Items = []nodev1alpha1.NodeReadable{}
+	}
+	return list, nil
+}
+
+// Watch streams the node's events: from now, after its current items (resourceVersion unset or
+// "0", or sendInitialEvents), or resumed after a position this server gave.
+func (s *REST) Watch(ctx context.Context, opts *metainternalversion.ListOptions) (watch.Interface, error) {
+	nodeName, namespace, err := target(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	var st start
+	rv := opts.ResourceVersion
+	switch {
+	case opts.SendInitialEvents != nil && *opts.SendInitialEvents:
+		st.initial, st.endMarker = true, true
+	case rv == "" || rv == "0":
+		st.initial = opts.SendInitialEvents == nil
+	default:
+		seq, ok := s.hub.parsePosition(rv)
+		if !ok {
+			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %s: not a position of this server's nodereadables streams", rv))
+		}
+		st.resume, st.from = true, seq
+	}
+	if st.initial {
+		if err := s.catchUp(ctx, nodeName, namespace); err != nil {
+			return nil, err
+		}
+	} else if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	return s.hub.open(nodeName, namespace, st, opts.AllowWatchBookmarks, s.opts.BookmarkInterval, s.opts.Clock)
+}
+
+func (s *REST) ready(ctx context.Context) error {
+	select {
+	case <-s.hub.synced:
+		return nil
+	case <-ctx.Done():
+		return apierrors.NewServiceUnavailable("nodereadables are not ready: the server's secret and configmap informers have not synced")
+	}
+}
+
+// catchUp makes the node's items at least what GETs would allow and find: the graph first
+// catches up with storage, as the Node authorizer lets it before refusing; then every object the
+// node has a path to but the informers have not delivered is read from storage, and if it exists
+// the list waits until the informers deliver it.
+func (s *REST) catchUp(ctx context.Context, nodeName, namespace string) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	if s.fresh != nil {
+		s.fresh.WaitFresh(ctx)
+	}
+	s.hub.mu.Lock()
+	missing := s.hub.missingLocked(nodeName, namespace)
+	s.hub.mu.Unlock()
+	if len(missing) == 0 || s.probe == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CatchUpTimeout)
+	defer cancel()
+	for _, r := range missing {
+		revision, found, err := s.probe(ctx, r.configMap, r.namespace, r.name)
+		if err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("reading %s: %w", r.itemName(), err))
+		}
+		if !found {
+			continue
+		}
+		if err := s.hub.waitRevision(ctx, r.configMap, revision); err != nil {
+			return apierrors.NewTimeoutError(fmt.Sprintf("the server's informers have not yet delivered %s/%s", r.namespace, r.itemName()), 1)
+		}
+	}
+	return nil
+}
+
+// Attach feeds the Hub from the graph (subscribe is the Node authorizer's SubscribeReadable) and
+// from the server's Secret and ConfigMap informers. Requests wait until WaitSynced has seen the
+// informers sync.
+func (h *Hub) Attach(subscribe func(func(node.ReadableChange)), secrets, configMaps cache.SharedIndexInformer) error {
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.objectChanged(obj, false) },
+		UpdateFunc: func(_, obj any) { h.objectChanged(obj, false) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			h.objectChanged(obj, true)
+		},
+	}
+	for _, inf := range []cache.SharedIndexInformer{secrets, configMaps} {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("watching the informers for nodereadables: %w", err)
+		}
+	}
+	subscribe(h.PathChanged)
+	return nil
+}
+
+// WaitSynced marks the Hub ready once every synced reports true; it returns false if ctx ends
+// first.
+func (h *Hub) WaitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return false
+	}
+	h.MarkSynced()
+	return true
+}
+
+func (h *Hub) objectChanged(obj any, deleted bool) {
+	if o, ok := obj.(runtime.Object); ok {
+		h.ObjectChanged(o, deleted)
+	}
+}

@@ -1,0 +1,138 @@
+package nodereadable
+
+import (
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+
+	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
+)
+
+// maxBacklog is how many events a watcher may have queued beyond its initial ones before it is
+// closed; its client resumes from the last event it read, which the log replays.
+const maxBacklog = 1024
+
+// watcher is one open watch of a node's stream. The Hub queues its events under the Hub's lock;
+// one goroutine hands them to the client, and sends bookmarks when the client allows them.
+type watcher struct {
+	hub             *Hub
+	node, namespace string
+	bookmarks       bool
+	interval        time.Duration
+	clock           clock.WithTicker
+
+	result chan watch.Event
+	stop   chan struct{}
+	once   sync.Once
+	wake   chan struct{}
+
+	mu         sync.Mutex
+	queue      []watch.Event
+	limit      int
+	overflowed bool
+}
+
+var _ watch.Interface = (*watcher)(nil)
+
+func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
+
+// Stop ends the watch; the result channel closes.
+func (w *watcher) Stop() {
+	w.once.Do(func() { close(w.stop) })
+	w.hub.mu.Lock()
+	remove(w.hub.watchers, w.node, w)
+	w.hub.mu.Unlock()
+}
+
+// enqueueLocked queues e; the Hub's lock is held. A watcher whose client does not keep up is
+// dropped from the Hub and ends.
+func (w *watcher) enqueueLocked(e watch.Event) {
+	w.mu.Lock()
+	if len(w.queue) >= w.limit {
+		w.overflowed = true
+		w.mu.Unlock()
+		remove(w.hub.watchers, w.node, w)
+	} else {
+		w.queue = append(w.queue, e)
+		w.mu.Unlock()
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the next queued event; more is false when none is queued.
+func (w *watcher) next() (e watch.Event, more, overflowed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) == 0 {
+		w.queue = nil
+		return watch.Event{}, false, w.overflowed
+	}
+	e = w.queue[0]
+	w.queue[0] = watch.Event{}
+	w.queue = w.queue[1:]
+	return e, true, w.overflowed
+}
+
+func (w *watcher) run() {
+	defer close(w.result)
+	var tick <-chan time.Time
+	if w.bookmarks {
+		t := w.clock.NewTicker(w.interval)
+		defer t.Stop()
+		tick = t.C()
+	}
+	for {
+		e, more, overflowed := w.next()
+		if overflowed {
+			return
+		}
+		if more {
+			select {
+			case w.result <- e:
+			case <-w.stop:
+				return
+			}
+			continue
+		}
+		select {
+		case <-w.wake:
+		case <-w.stop:
+			return
+		case <-tick:
+			if b, ok := w.bookmark(); ok {
+				select {
+				case w.result <- b:
+				case <-w.stop:
+					return
+				}
+			}
+		}
+	}
+}
+
+// bookmark is a BOOKMARK at the Hub's current position, when nothing for this watcher is queued:
+// every event of its stream up to that position has then been delivered.
+func (w *watcher) bookmark() (watch.Event, bool) {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) > 0 {
+		return watch.Event{}, false
+	}
+	return bookmarkEvent(w.hub.position(w.hub.seq), false), true
+}
+
+func bookmarkEvent(position string, initialEventsEnd bool) watch.Event {
+	it := &nodev1alpha1.NodeReadable{ObjectMeta: metav1.ObjectMeta{ResourceVersion: position}}
+	if initialEventsEnd {
+		it.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	return watch.Event{Type: watch.Bookmark, Object: it}
+}

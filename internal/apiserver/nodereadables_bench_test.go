@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -50,13 +52,13 @@ func nodeConfigs(b *testing.B, ts *testServer) []*rest.Config {
 }
 
 // watchReadables opens node n's nodereadables watch and reads its initial events up to the
-// bookmark that ends them.
-func watchReadables(b *testing.B, ctx context.Context, cfg *rest.Config, n int) watch.Interface {
+// bookmark that ends them (client-go's watch-list mode).
+func watchReadables(b *testing.B, ctx context.Context, c readablesClient, n int) watch.Interface {
 	b.Helper()
 	opts := forNode(fmt.Sprintf("node-%d", n))
 	opts.SendInitialEvents, opts.AllowWatchBookmarks = ptrTo(true), true
 	opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
-	w, err := newReadablesClient(b, cfg).watch(ctx, "", opts)
+	w, err := c.watch(ctx, "", opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,6 +71,38 @@ func watchReadables(b *testing.B, ctx context.Context, cfg *rest.Config, n int) 
 	return nil
 }
 
+// listThenWatchReadables lists node n's items, then watches from the list's position, as a
+// reflector does outside watch-list mode. The watch is registered once the call returns.
+func listThenWatchReadables(b *testing.B, ctx context.Context, c readablesClient, n int) watch.Interface {
+	b.Helper()
+	opts := forNode(fmt.Sprintf("node-%d", n))
+	l, err := c.list(ctx, "", opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(l.Items) != benchPodsPerNode+1 {
+		b.Fatalf("node-%d lists %d items, want %d", n, len(l.Items), benchPodsPerNode+1)
+	}
+	opts.ResourceVersion, opts.AllowWatchBookmarks = l.ResourceVersion, true
+	w, err := c.watch(ctx, "", opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // processMemory is the Go heap and goroutine stacks in use after a full collection.
 func processMemory() uint64 {
 	runtime.GC()
@@ -79,9 +113,13 @@ func processMemory() uint64 {
 }
 
 // BenchmarkWatchMemory measures what one open watch costs the process (server and its in-process
-// clients: heap and goroutine stacks after a GC, each node's connection already open), for the two ways a node follows its pods'
+// clients: heap and goroutine stacks after a GC, each node's connection already open; both kinds
+// list then watch, without client-go's watch-list mode, whose gzip stream costs the client a
+// decompressor per watch whatever the resource), for the two ways a node follows its pods'
 // secrets: one watch per secret by metadata.name, as a kubelet does, or one nodereadables watch
-// for all of them. 100 nodes × 10 pods, each pod with its own secret. Run it once:
+// for all of them. 100 nodes × 10 pods, each pod with its own secret. Both modes open 1,100
+// watches, so that GC noise weighs alike; a node needs 11 of the first kind (10 secrets and
+// kube-root-ca.crt) and one of the second. Run it once:
 //
 //	go test -run '^$' -bench BenchmarkWatchMemory -benchtime 1x ./internal/apiserver/
 func BenchmarkWatchMemory(b *testing.B) {
@@ -94,8 +132,10 @@ func BenchmarkWatchMemory(b *testing.B) {
 			waitGraphCaughtUp(b, ctx, ts.client)
 			configs := nodeConfigs(b, ts)
 			kube := make([]kubernetes.Interface, len(configs))
+			readables := make([]readablesClient, len(configs))
 			for i, cfg := range configs {
 				kube[i] = kubernetes.NewForConfigOrDie(cfg)
+				readables[i] = newReadablesClient(b, cfg)
 				// The node's connection is open before the measure starts: the figures are the
 				// watches', not the TLS connections' (each node's watches share its connection).
 				if _, err := kube[i].CoreV1().Nodes().Get(ctx, fmt.Sprintf("node-%d", i), metav1.GetOptions{}); err != nil {
@@ -112,7 +152,11 @@ func BenchmarkWatchMemory(b *testing.B) {
 			for b.Loop() {
 				for n := range memNodes {
 					if mode == "nodereadables" {
-						watches = append(watches, watchReadables(b, ctx, configs[n], n))
+						// As many watches as the other mode opens, so that both measure over the
+						// same number (a node needs one of these).
+						for range benchPodsPerNode + 1 {
+							watches = append(watches, listThenWatchReadables(b, ctx, readables[n], n))
+						}
 						continue
 					}
 					// The pods also use kube-root-ca.crt, through their service account volume.
@@ -138,8 +182,16 @@ func BenchmarkWatchMemory(b *testing.B) {
 				}
 			}
 			after := processMemory()
-			b.ReportMetric(float64(after-before)/float64(len(watches))/1024, "KiB/watch")
-			b.ReportMetric(float64(after-before)/float64(memNodes)/1024, "KiB/node")
+			if *memHeapProfile != "" {
+				writeHeapProfile(b, *memHeapProfile+"."+mode)
+			}
+			perWatch := float64(after-before) / float64(len(watches)) / 1024
+			perNode := perWatch // one nodereadables watch per node
+			if mode != "nodereadables" {
+				perNode = perWatch * (benchPodsPerNode + 1)
+			}
+			b.ReportMetric(perWatch, "KiB/watch")
+			b.ReportMetric(perNode, "KiB/node")
 			b.ReportMetric(float64(len(watches)), "watches")
 			b.ReportMetric(0, "ns/op")
 		})
@@ -159,7 +211,7 @@ func BenchmarkNodeReadablesEvents(b *testing.B) {
 	configs := nodeConfigs(b, ts)
 	var received atomic.Int64
 	for n, cfg := range configs {
-		w := watchReadables(b, ctx, cfg, n)
+		w := watchReadables(b, ctx, newReadablesClient(b, cfg), n)
 		defer w.Stop()
 		go func() {
 			for e := range w.ResultChan() {

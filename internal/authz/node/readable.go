@@ -49,13 +49,3 @@ func (a *Authorizer) WaitFresh(ctx context.Context) bool {
 	}
 	return a.fresh.WaitFresh(ctx)
 }
-
-// CanRead reports whether node may read the secret (or, with configMap, the configmap) now,
-// from the graph as it is, without waiting.
-func (a *Authorizer) CanRead(node, namespace, name string, configMap bool) bool {
-	k := kindSecret
-	if configMap {
-		k = kindConfigMap
-	}
-	return a.graph.reaches(node, k, namespace, name)
-}

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
+
+	"github.com/idplane/idplane/internal/authz/node"
 )
 
 // BenchmarkHubFanOut is the Hub's own cost of an event: 100 nodes × 10 secrets, one watcher per
@@ -44,5 +47,45 @@ func BenchmarkHubFanOut(b *testing.B) {
 	// The op is done when its event has reached its watcher's client.
 	for delivered.Load() < int64(i) {
 		runtime.Gosched()
+	}
+}
+
+// BenchmarkHubMemory is what the Hub holds per (node, object) path and per object, without any
+// watch: 1,000 nodes × 20 pods, each pod with its own secret (the standard populate's shape),
+// plus one configmap every node's pods share.
+func BenchmarkHubMemory(b *testing.B) {
+	const nodes, perNode = 1000, 20
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	for b.Loop() {
+		objects := make([]*corev1.Secret, nodes*perNode)
+		for i := range objects {
+			objects[i] = secret("ns", fmt.Sprintf("s-%d", i), "1")
+		}
+		names := make([]string, nodes)
+		for n := range names {
+			names[n] = fmt.Sprintf("node-%d", n)
+		}
+		before := heap()
+		h := NewHub(DefaultLogSize)
+		for _, o := range objects {
+			h.ObjectChanged(o, false)
+		}
+		for i, o := range objects {
+			h.PathChanged(path(names[i%nodes], "ns", o.Name, true))
+		}
+		for n := range names {
+			h.PathChanged(node.ReadableChange{Node: names[n], Namespace: "ns", Name: "kube-root-ca.crt", ConfigMap: true, Readable: true})
+		}
+		after := heap()
+		b.ReportMetric(float64(after-before)/float64(nodes*(perNode+1)), "B/path")
+		b.ReportMetric(float64(after-before)/(1<<20), "MiB")
+		runtime.KeepAlive(h)
+		runtime.KeepAlive(objects)
 	}
 }

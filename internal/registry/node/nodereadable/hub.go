@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -68,10 +69,9 @@ type Hub struct {
 	mu sync.Mutex
 	// seq is the position of the last event.
 	seq uint64
-	// objects are the Secrets and ConfigMaps as the informers last told, shared with them.
-	objects map[ref]runtime.Object
-	// readers lists, per object, the nodes with a path to it; readable the reverse.
-	readers  map[ref]map[string]struct{}
+	// objects holds, per Secret or ConfigMap, the object as the informers last told (shared with
+	// them) and the nodes with a path to it; readable lists each node's paths.
+	objects  map[ref]*entry
 	readable map[string]map[ref]struct{}
 	// log is a ring of the last events; first is the index of the oldest, size how many it holds.
 	log         []logEntry
@@ -97,8 +97,7 @@ func NewHub(logSize int) *Hub {
 		// The sequence starts at a random point too, so that even two Hubs that drew the same
 		// epoch do not give overlapping positions.
 		seq:      binary.BigEndian.Uint64(b[8:]) & (seqMask >> 1),
-		objects:  map[ref]runtime.Object{},
-		readers:  map[ref]map[string]struct{}{},
+		objects:  map[ref]*entry{},
 		readable: map[string]map[ref]struct{}{},
 		log:      make([]logEntry, logSize),
 		advanced: make(chan struct{}),
@@ -131,20 +130,38 @@ func (h *Hub) PathChanged(c node.ReadableChange) {
 	r := ref{c.ConfigMap, c.Namespace, c.Name}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	obj, exists := h.objects[r]
+	e := h.objects[r]
 	if c.Readable {
-		add(h.readers, r, c.Node)
+		if e == nil {
+			e = &entry{}
+			h.objects[r] = e
+		}
+		e.readers = append(e.readers, c.Node)
 		add(h.readable, c.Node, r)
-		if exists {
-			h.emitLocked(c.Node, watch.Added, r, obj)
+		if e.obj != nil {
+			h.emitLocked(c.Node, watch.Added, r, e.obj)
 		}
 		return
 	}
-	remove(h.readers, r, c.Node)
-	remove(h.readable, c.Node, r)
-	if exists {
-		h.emitLocked(c.Node, watch.Deleted, r, obj)
+	if e == nil {
+		return
 	}
+	if i := slices.Index(e.readers, c.Node); i >= 0 {
+		e.readers = slices.Delete(e.readers, i, i+1)
+	}
+	remove(h.readable, c.Node, r)
+	if e.obj != nil {
+		h.emitLocked(c.Node, watch.Deleted, r, e.obj)
+	} else if len(e.readers) == 0 {
+		delete(h.objects, r)
+	}
+}
+
+// entry is one Secret or ConfigMap: the object, nil until the informers deliver it, and the nodes
+// with a path to it (usually one; a list is smaller than a set at that size).
+type entry struct {
+	obj     runtime.Object
+	readers []string
 }
 
 // ObjectChanged is the informers' handler: obj is the Secret or ConfigMap as it is now; deleted
@@ -166,26 +183,33 @@ func (h *Hub) ObjectChanged(obj runtime.Object, deleted bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.noteRevisionLocked(r.configMap, revision)
-	old, had := h.objects[r]
+	e := h.objects[r]
 	if deleted {
-		if !had {
+		if e == nil || e.obj == nil {
 			return
 		}
-		delete(h.objects, r)
-		for n := range h.readers[r] {
+		old := e.obj
+		if e.obj = nil; len(e.readers) == 0 {
+			delete(h.objects, r)
+		}
+		for _, n := range e.readers {
 			h.emitLocked(n, watch.Deleted, r, old)
 		}
 		return
 	}
+	if e == nil {
+		e = &entry{}
+		h.objects[r] = e
+	}
 	typ := watch.Added
-	if had {
-		if om, err := meta.Accessor(old); err == nil && om.GetResourceVersion() == m.GetResourceVersion() {
+	if e.obj != nil {
+		if om, err := meta.Accessor(e.obj); err == nil && om.GetResourceVersion() == m.GetResourceVersion() {
 			return // a resync: nothing changed
 		}
 		typ = watch.Modified
 	}
-	h.objects[r] = obj
-	for n := range h.readers[r] {
+	e.obj = obj
+	for _, n := range e.readers {
 		h.emitLocked(n, typ, r, obj)
 	}
 }
@@ -252,8 +276,8 @@ func (h *Hub) snapshotLocked(nodeName, namespace string) []nodev1alpha1.NodeRead
 		if namespace != "" && r.namespace != namespace {
 			continue
 		}
-		if obj, ok := h.objects[r]; ok {
-			items = append(items, *h.item(nodeName, r, obj, h.seq))
+		if e := h.objects[r]; e != nil && e.obj != nil {
+			items = append(items, *h.item(nodeName, r, e.obj, h.seq))
 		}
 	}
 	return items
@@ -264,7 +288,7 @@ func (h *Hub) snapshotLocked(nodeName, namespace string) []nodev1alpha1.NodeRead
 func (h *Hub) missingLocked(nodeName, namespace string) []ref {
 	var out []ref
 	for r := range h.readable[nodeName] {
-		if _, ok := h.objects[r]; !ok && (namespace == "" || r.namespace == namespace) {
+		if e := h.objects[r]; (e == nil || e.obj == nil) && (namespace == "" || r.namespace == namespace) {
 			out = append(out, r)
 		}
 	}

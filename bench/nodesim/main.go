@@ -50,6 +50,9 @@ type config struct {
 	keepGoing       bool
 	keepLogs        bool
 	jsonFile        string
+	// perObjectWatches keeps the agents' per-object secret and configmap watches where the
+	// server offers the bulk watch.
+	perObjectWatches bool
 	// kubeconfig, with the client CA's certificate and key, names a server the tool did not
 	// start; idplane and replicas are then unused.
 	kubeconfig   string
@@ -125,6 +128,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.clientCAKey, "client-ca-key", "", "with -kubeconfig: that CA's private key")
 	fs.StringVar(&cfg.scratchRoot, "scratch-root", "", "keep the nodes' files (pods' volumes and runtime specs) under this directory, level-<nodes>/<node>/; empty: a temporary directory removed after each level")
 	fs.StringVar(&cfg.podCertificate, "pod-certificate", "", "signer of a podCertificate source (ECDSA P-256 key, credential bundle "+credentialBundle+") added to every pod in a projected volume of its own, e.g. idplane.io/spiffe; the report then gives the PodCertificateRequests created and pods/s and p50/p99 from a node's start to its pods' files")
+	fs.BoolVar(&cfg.perObjectWatches, "per-object-watches", false, "the agents watch each secret and configmap on its own, as stock kubelets do, even where the server serves the node's bulk watch (node.idplane.io nodereadables): for comparing the two")
 	fs.IntVar(&cfg.replicas, "replicas", 1, "1: one server on its embedded etcd; 3: three replicas on a three-member etcd cluster")
 	fs.StringVar(&levels, "nodes", "50,100,200", "comma-separated numbers of simulated nodes, one level each")
 	fs.IntVar(&cfg.podsPerNode, "pods-per-node", 10, "pods bound to every node")
@@ -221,6 +225,6 @@ func describe(c config) map[string]string {
 		"tokenExpiration": fmt.Sprint(c.tokenExpiration), "duration": c.duration.String(), "ramp": c.ramp.String(),
 		"leaseDuration": c.leaseDuration.String(), "statusReport": c.statusReport.String(),
 		"kubeconfig": c.kubeconfig, "podCertificateSigner": c.podCertificate, "p99Threshold": c.threshold.String(),
-		"levels": strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.levels)), ","), "[]"),
+		"perObjectWatches": fmt.Sprint(c.perObjectWatches), "levels": strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.levels)), ","), "[]"),
 	}
 }

@@ -38,6 +38,7 @@ func newSimNode(i int, name string, base *rest.Config, certPEM, keyPEM []byte, s
 		Addresses:             []net.IP{net.IPv4(10, byte(i>>16), byte(i>>8), byte(i))},
 		LeaseDuration:         cfg.leaseDuration,
 		StatusUpdateFrequency: cfg.statusReport,
+		PerObjectWatches:      cfg.perObjectWatches,
 	}}
 }
 

@@ -55,7 +55,7 @@ func classify(method string, u *url.URL) string {
 	singular := map[string]string{
 		"nodes": "node", "pods": "pod", "secrets": "secret", "configmaps": "configmap",
 		"leases": "lease", "serviceaccounts": "serviceaccount", "events": "event",
-		"podcertificaterequests": "podcertificaterequest",
+		"podcertificaterequests": "podcertificaterequest", "nodereadables": "nodereadable",
 	}[resource]
 	if singular == "" {
 		return "other " + strings.ToLower(method)

@@ -26,6 +26,7 @@ import (
 	"github.com/idplane/idplane/internal/agent/credentials"
 	"github.com/idplane/idplane/internal/agent/discovery"
 	"github.com/idplane/idplane/internal/agent/nodestatus"
+	"github.com/idplane/idplane/internal/agent/objects"
 	"github.com/idplane/idplane/internal/agent/pods"
 	"github.com/idplane/idplane/internal/agent/runtimespec"
 	"github.com/idplane/idplane/internal/agent/staticpod"
@@ -104,6 +105,10 @@ type Node struct {
 	// LeaseDuration and StatusUpdateFrequency override nodestatus's defaults when set.
 	LeaseDuration         time.Duration
 	StatusUpdateFrequency time.Duration
+	// PerObjectWatches keeps one watch per secret and configmap, as a stock kubelet does, even
+	// where the server offers the node's bulk watch (nodereadables): for benchmarks comparing
+	// the two.
+	PerObjectWatches bool
 }
 
 // RunNode runs the node's parts (status and lease, pods, static pods) until ctx ends or one of
@@ -117,7 +122,16 @@ func RunNode(ctx context.Context, c Node) error {
 	// of 5 per second would hold a node receiving many pods for seconds.
 	podsConfig := rest.CopyConfig(c.RESTConfig)
 	podsConfig.QPS, podsConfig.Burst = podsQPS, podsBurst
-	client, err := kubernetes.NewForConfig(podsConfig)
+	podsHTTP, err := rest.HTTPClientFor(podsConfig)
+	if err != nil {
+		return fmt.Errorf("building the node's client: %w", err)
+	}
+	client, err := kubernetes.NewForConfigAndClient(podsConfig, podsHTTP)
+	if err != nil {
+		return fmt.Errorf("building the node's client: %w", err)
+	}
+	// The bulk watch shares the pods' connection.
+	readables, err := objects.NewReadablesClient(podsConfig, podsHTTP)
 	if err != nil {
 		return fmt.Errorf("building the node's client: %w", err)
 	}
@@ -151,6 +165,7 @@ func RunNode(ctx context.Context, c Node) error {
 		pods.New(pods.Config{
 			NodeName: c.NodeName, RootDir: c.RootDir, Client: client, Recorder: recorder, Clock: c.Clock,
 			ServiceEnv: serviceEnv,
+			Objects:    objects.Options{NodeName: c.NodeName, Readables: readables, PerObject: c.PerObjectWatches},
 		}).Run,
 	}
 	if c.PodManifestPath != "" {

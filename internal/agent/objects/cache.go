@@ -1,7 +1,9 @@
 // Package objects gives the agent the secrets, configmaps and cluster trust bundles its pods
-// mount. Each secret and configmap is read through a watch of that one object (a list and watch
-// with field selector metadata.name), which is what the Node authorizer allows a node, and means
-// no polling: a change reaches the pods that use the object as an event.
+// mount, read from watches, so there is no polling: a change reaches the pods that use the object
+// as an event. Where the server serves node.idplane.io nodereadables, one watch of those carries
+// every secret and configmap the node may read; elsewhere (a stock kube-apiserver) each object is
+// read through a watch of that one object (a list and watch with field selector metadata.name),
+// which is what the Node authorizer allows a node.
 package objects
 
 import (
@@ -20,7 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
+	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
 	"github.com/idplane/idplane/internal/managedfields"
 )
 
@@ -41,7 +45,15 @@ type Ref struct {
 
 func (r Ref) String() string { return string(r.Kind) + " " + r.Namespace + "/" + r.Name }
 
-// Cache holds a watch for every object some pod uses, and tells the agent when one changes.
+// resource is the API resource of r's kind.
+func (r Ref) resource() string {
+	if r.Kind == Secret {
+		return "secrets"
+	}
+	return "configmaps"
+}
+
+// Cache reads the objects some pod uses, and tells the agent when one changes.
 type Cache struct {
 	// ctx bounds every watch: the cache stops with it.
 	ctx    context.Context
@@ -50,10 +62,15 @@ type Cache struct {
 	changed func(users []string)
 	// syncWait bounds how long a read waits for a new watch's first list.
 	syncWait time.Duration
+	// readables is the node's bulk watch; nil when each object has a watch of its own.
+	readables cache.SharedIndexInformer
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// users are the pods that read each object; uses, the objects each pod reads.
+	users map[Ref]sets.Set[string]
+	uses  map[string]sets.Set[Ref]
+	// watches are the per-object watches, when there is no bulk watch.
 	watches map[Ref]*objectWatch
-	uses    map[string]sets.Set[Ref]
 
 	bundlesOnce sync.Once
 	bundles     cache.SharedIndexInformer
@@ -63,16 +80,55 @@ type Cache struct {
 type objectWatch struct {
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
-	users    sets.Set[string]
 }
 
-// New returns an empty cache whose watches run until ctx ends; changed gets the users of an
-// object whenever it changes.
+// Options choose how the cache reads secrets and configmaps.
+type Options struct {
+	// NodeName is the node whose nodereadables the bulk watch lists.
+	NodeName string
+	// Readables reads node.idplane.io nodereadables (NewReadablesClient); nil means one watch
+	// per object.
+	Readables Readables
+	// PerObject keeps one watch per object even where the server offers the bulk watch, as a
+	// stock kubelet does: for benchmarks comparing the two.
+	PerObject bool
+}
+
+// New returns an empty cache with one watch per object, whose watches run until ctx ends;
+// changed gets the users of an object whenever it changes.
 func New(ctx context.Context, client kubernetes.Interface, changed func(users []string)) *Cache {
 	return &Cache{
 		ctx: ctx, client: client, changed: changed, syncWait: 10 * time.Second,
-		watches: map[Ref]*objectWatch{}, uses: map[string]sets.Set[Ref]{}, bundleUsers: sets.New[string](),
+		users: map[Ref]sets.Set[string]{}, uses: map[string]sets.Set[Ref]{}, watches: map[Ref]*objectWatch{},
+		bundleUsers: sets.New[string](),
 	}
+}
+
+// Open returns a cache that reads every object through one watch of the node's nodereadables
+// when the server serves them and o allows it, and otherwise as New does. Discovery that fails
+// also means one watch per object: any conformant server allows those.
+func Open(ctx context.Context, client kubernetes.Interface, o Options, changed func(users []string)) *Cache {
+	c := New(ctx, client, changed)
+	logger := klog.FromContext(ctx)
+	if o.PerObject || o.Readables == nil {
+		logger.V(2).Info("Watching each secret and configmap on its own, as configured")
+		return c
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.syncWait)
+	defer cancel()
+	served, err := ServesReadables(dctx, client.Discovery())
+	switch {
+	case err != nil:
+		logger.Info("Watching each secret and configmap on its own: discovery of the node's bulk watch failed", "err", err)
+		return c
+	case !served:
+		logger.V(2).Info("Watching each secret and configmap on its own: the server does not serve " + nodev1alpha1.ResourceName)
+		return c
+	}
+	c.readables = c.newReadablesInformer(o)
+	go c.readables.RunWithContext(ctx)
+	logger.V(2).Info("Watching the node's secrets and configmaps through " + nodev1alpha1.ResourceName)
+	return c
 }
 
 // Use records the objects user (a pod key) reads now: watches start for objects new to the cache
@@ -101,12 +157,16 @@ func (c *Cache) Use(user string, refs []Ref, bundles bool) {
 }
 
 func (c *Cache) acquireLocked(user string, r Ref) {
-	if w, ok := c.watches[r]; ok {
-		w.users.Insert(user)
+	if users, ok := c.users[r]; ok {
+		users.Insert(user)
+		return
+	}
+	c.users[r] = sets.New(user)
+	if c.readables != nil {
 		return
 	}
 	ctx, stop := context.WithCancel(c.ctx)
-	w := &objectWatch{informer: c.newInformer(r), stop: stop, users: sets.New(user)}
+	w := &objectWatch{informer: c.newInformer(r), stop: stop}
 	_, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.notify(r) },
 		UpdateFunc: func(any, any) { c.notify(r) },
@@ -121,12 +181,16 @@ func (c *Cache) acquireLocked(user string, r Ref) {
 }
 
 func (c *Cache) releaseLocked(user string, r Ref) {
-	w, ok := c.watches[r]
+	users, ok := c.users[r]
 	if !ok {
 		return
 	}
-	w.users.Delete(user)
-	if w.users.Len() == 0 {
+	users.Delete(user)
+	if users.Len() > 0 {
+		return
+	}
+	delete(c.users, r)
+	if w, ok := c.watches[r]; ok {
 		w.stop()
 		delete(c.watches, r)
 	}
@@ -134,10 +198,7 @@ func (c *Cache) releaseLocked(user string, r Ref) {
 
 func (c *Cache) notify(r Ref) {
 	c.mu.Lock()
-	var users []string
-	if w, ok := c.watches[r]; ok {
-		users = w.users.UnsortedList()
-	}
+	users := c.users[r].UnsortedList()
 	c.mu.Unlock()
 	if len(users) > 0 {
 		c.changed(users)
@@ -145,7 +206,7 @@ func (c *Cache) notify(r Ref) {
 }
 
 // newInformer lists and watches one object by name: the only list a node may make of secrets
-// and configmaps.
+// and configmaps without the bulk watch.
 func (c *Cache) newInformer(r Ref) cache.SharedIndexInformer {
 	byName := fields.OneTermEqualSelector("metadata.name", r.Name).String()
 	// No resync: the watch delivers every change, and the agent has nothing to correct.
@@ -157,6 +218,43 @@ func (c *Cache) newInformer(r Ref) cache.SharedIndexInformer {
 	}
 	// The agent reads data, never managed fields; a new informer takes a transform.
 	_ = i.SetTransform(managedfields.Drop)
+	return i
+}
+
+// newReadablesInformer lists and watches what the node may read, across namespaces, through
+// the checks of checkedReadables.
+func (c *Cache) newReadablesInformer(o Options) cache.SharedIndexInformer {
+	onNode := fields.OneTermEqualSelector(nodev1alpha1.NodeNameField, o.NodeName).String()
+	lw := ListWatch[*nodev1alpha1.NodeReadableList](checkedReadables{api: o.Readables, node: o.NodeName}, onNode)
+	i := cache.NewSharedIndexInformer(lw, &nodev1alpha1.NodeReadable{}, 0, cache.Indexers{})
+	_ = i.SetTransform(dropEmbeddedManagedFields)
+	notify := func(obj any) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		if item, ok := obj.(*nodev1alpha1.NodeReadable); ok {
+			if r, ok := itemRef(item); ok {
+				c.notify(r)
+			}
+		}
+	}
+	_, err := i.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: notify,
+		UpdateFunc: func(old, obj any) {
+			// A relist hands every item over again, at a new stream position; only a changed
+			// object concerns its pods.
+			o, ok1 := old.(*nodev1alpha1.NodeReadable)
+			n, ok2 := obj.(*nodev1alpha1.NodeReadable)
+			if ok1 && ok2 && readableVersion(o) != "" && readableVersion(o) == readableVersion(n) {
+				return
+			}
+			notify(obj)
+		},
+		DeleteFunc: notify,
+	})
+	if err != nil {
+		panic(fmt.Sprintf("watching %s: %v", nodev1alpha1.ResourceName, err))
+	}
 	return i
 }
 
@@ -200,30 +298,71 @@ func (c *Cache) ConfigMap(ctx context.Context, namespace, name string) (*corev1.
 
 func (c *Cache) get(ctx context.Context, r Ref) (runtime.Object, error) {
 	c.mu.Lock()
-	w, ok := c.watches[r]
+	_, registered := c.users[r]
+	w := c.watches[r]
 	c.mu.Unlock()
-	if !ok {
+	if !registered {
 		return nil, fmt.Errorf("reading %s: no pod on this node registered it", r)
 	}
-	if !w.informer.HasSynced() {
-		ctx, cancel := context.WithTimeout(ctx, c.syncWait)
-		defer cancel()
-		if !cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
-			return nil, fmt.Errorf("reading %s: its watch has not started yet (is the pod known to the server's node authorizer?)", r)
-		}
+	if c.readables != nil {
+		return c.readable(ctx, r)
+	}
+	if !c.waitSynced(ctx, w.informer) {
+		return nil, fmt.Errorf("reading %s: its watch has not started yet (is the pod known to the server's node authorizer?)", r)
 	}
 	obj, exists, err := w.informer.GetStore().GetByKey(r.Namespace + "/" + r.Name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", r, err)
 	}
 	if !exists {
-		resource := "secrets"
-		if r.Kind == ConfigMap {
-			resource = "configmaps"
-		}
-		return nil, apierrors.NewNotFound(corev1.Resource(resource), r.Name)
+		return nil, apierrors.NewNotFound(corev1.Resource(r.resource()), r.Name)
 	}
 	return obj.(runtime.Object), nil
+}
+
+// readable reads r from the node's bulk watch. An object the stream does not hold is read with a
+// plain GET: the stream holds an object only once the Node authorizer lets the node read it, so
+// a new pod's object can be missing from it for a moment, and the GET tells that (Forbidden:
+// not readable yet, retried as a per-object watch still refused) from an object that does not
+// exist (NotFound, which an optional source skips). The stream's event for the object, when it
+// comes, tells the object's pods again.
+func (c *Cache) readable(ctx context.Context, r Ref) (runtime.Object, error) {
+	if !c.waitSynced(ctx, c.readables) {
+		return nil, fmt.Errorf("reading %s: the node's %s watch has not started yet", r, nodev1alpha1.ResourceName)
+	}
+	obj, exists, err := c.readables.GetStore().GetByKey(readableKey(r))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", r, err)
+	}
+	if exists {
+		return readableObject(obj.(*nodev1alpha1.NodeReadable)), nil
+	}
+	var got runtime.Object
+	if r.Kind == Secret {
+		got, err = c.client.CoreV1().Secrets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	} else {
+		got, err = c.client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, err
+	case apierrors.IsForbidden(err):
+		return nil, fmt.Errorf("reading %s: the node may not read it yet (is the pod known to the server's node authorizer?): %w", r, err)
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", r, err)
+	}
+	obj, _ = managedfields.Drop(got)
+	return obj.(runtime.Object), nil
+}
+
+// waitSynced waits, at most syncWait, for informer's first list.
+func (c *Cache) waitSynced(ctx context.Context, informer cache.SharedIndexInformer) bool {
+	if informer.HasSynced() {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.syncWait)
+	defer cancel()
+	return cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
 }
 
 // ClusterTrustBundles returns the PEM of the bundles a clusterTrustBundle projection selects, in
@@ -231,12 +370,8 @@ func (c *Cache) get(ctx context.Context, r Ref) (runtime.Object, error) {
 // watched (a node may list them), from the first call on.
 func (c *Cache) ClusterTrustBundles(ctx context.Context, source *corev1.ClusterTrustBundleProjection) ([]byte, error) {
 	informer := c.bundleInformer()
-	if !informer.HasSynced() {
-		ctx, cancel := context.WithTimeout(ctx, c.syncWait)
-		defer cancel()
-		if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-			return nil, fmt.Errorf("reading cluster trust bundles: the watch has not started yet")
-		}
+	if !c.waitSynced(ctx, informer) {
+		return nil, fmt.Errorf("reading cluster trust bundles: the watch has not started yet")
 	}
 	var bundles []*certificatesv1.ClusterTrustBundle
 	for _, obj := range informer.GetStore().List() {

@@ -58,6 +58,9 @@ type Config struct {
 	// ServiceEnv are the variables every container gets for the kubernetes Service
 	// (runtimespec.KubernetesServiceEnv).
 	ServiceEnv []corev1.EnvVar
+	// Objects choose how secrets and configmaps are read (objects.Open); the zero value is one
+	// watch per object.
+	Objects objects.Options
 }
 
 // Manager syncs the node's pods to disk.
@@ -126,7 +129,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return err
 	}
 	defer certs.Close()
-	m.objects = objects.New(ctx, m.c.Client, func(users []string) {
+	m.objects = objects.Open(ctx, m.c.Client, m.c.Objects, func(users []string) {
 		for _, u := range users {
 			m.queue.Add(u)
 		}

@@ -98,7 +98,7 @@ func run(ctx context.Context, c config) error {
 		}
 		rep.Runs = append(rep.Runs, f)
 		printRow(w, fmt.Sprint(i+1), f)
-		w.Flush()
+		fmt.Fprintf(os.Stderr, "%s: run %d/%d: RSS %.0f MiB, heap in use %.0f MiB, load %.1f\n", tool, i+1, c.runs, f.RSS, f.HeapInuse, f.LoadAverage)
 	}
 	rep.Median = median(rep.Runs)
 	printRow(w, "median", rep.Median)

@@ -23,8 +23,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -32,20 +30,20 @@ import (
 	"github.com/idplane/idplane/bench/internal/loadclient"
 	"github.com/idplane/idplane/bench/internal/loadphase"
 	"github.com/idplane/idplane/bench/internal/procstat"
+	"github.com/idplane/idplane/bench/internal/standardpopulate"
 	"github.com/idplane/idplane/bench/internal/toolmain"
 )
 
 const tool = "snapshotload"
 
 type config struct {
-	idplane                                        string
-	namespaces, nodes, secrets, pods, pvs, pvcs    int
-	concurrency                                    int
-	rps                                            int
-	baseline                                       time.Duration
-	runs                                           int
-	startTimeout, populateTimeout, snapshotTimeout time.Duration
-	jsonFile                                       string
+	idplane                       string
+	populate                      standardpopulate.Config
+	rps                           int
+	baseline                      time.Duration
+	runs                          int
+	startTimeout, snapshotTimeout time.Duration
+	jsonFile                      string
 	// scheduled, when set, measures the server's own scheduled snapshots at this interval
 	// instead of `idplane snapshot save`.
 	scheduled time.Duration
@@ -55,18 +53,11 @@ func parse(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet(tool, flag.ContinueOnError)
 	fs.StringVar(&c.idplane, "idplane", "", "idplane binary to launch (required)")
-	fs.IntVar(&c.namespaces, "namespaces", 100, "namespaces of the populate")
-	fs.IntVar(&c.nodes, "nodes", 1000, "nodes")
-	fs.IntVar(&c.secrets, "secrets", 20000, "secrets, spread over the namespaces")
-	fs.IntVar(&c.pods, "pods", 20000, "pods, spread over the namespaces and nodes, each mounting a secret")
-	fs.IntVar(&c.pvs, "pvs", 3000, "persistent volumes")
-	fs.IntVar(&c.pvcs, "pvcs", 3000, "persistent volume claims, spread over the namespaces")
-	fs.IntVar(&c.concurrency, "concurrency", 16, "workers of the populate")
+	c.populate.AddFlags(fs)
 	fs.IntVar(&c.rps, "rps", 50, "rate of the light load: secret GETs per second, paced (not closed-loop)")
 	fs.DurationVar(&c.baseline, "baseline", 10*time.Second, "window of the light load without a snapshot, before each snapshot")
 	fs.IntVar(&c.runs, "runs", 3, "snapshots to take; medians are reported")
 	fs.DurationVar(&c.startTimeout, "start-timeout", time.Minute, "give up if the server is not ready by then")
-	fs.DurationVar(&c.populateTimeout, "populate-timeout", 20*time.Minute, "hard limit of the populate")
 	fs.DurationVar(&c.snapshotTimeout, "snapshot-timeout", 5*time.Minute, "hard limit of one snapshot")
 	fs.StringVar(&c.jsonFile, "json", "", "also write the figures to this file")
 	fs.DurationVar(&c.scheduled, "scheduled", 0, "measure the server's scheduled snapshots (--snapshot-schedule at this interval, which must exceed -baseline plus a snapshot) instead of `idplane snapshot save`")
@@ -76,10 +67,10 @@ func parse(args []string) (config, error) {
 	if c.idplane == "" {
 		return c, errors.New("-idplane is required")
 	}
-	if c.namespaces < 1 || c.nodes < 1 || c.rps < 1 || c.runs < 1 || c.concurrency < 1 {
-		return c, errors.New("-namespaces, -nodes, -rps, -runs and -concurrency must be positive")
+	if c.rps < 1 || c.runs < 1 {
+		return c, errors.New("-rps and -runs must be positive")
 	}
-	return c, nil
+	return c, c.populate.Validate()
 }
 
 func main() { toolmain.Main(tool, parse, run) }
@@ -131,7 +122,7 @@ func run(ctx context.Context, c config) error {
 	}
 	var rep report
 	begin := time.Now()
-	if rep.Objects, rep.PopulateErrors, err = populate(ctx, cs, c); err != nil {
+	if rep.Objects, rep.PopulateErrors, err = standardpopulate.Run(ctx, cs, c.populate, os.Stderr); err != nil {
 		return err
 	}
 	rep.PopulateSeconds = time.Since(begin).Seconds()
@@ -320,10 +311,10 @@ func startLightLoad(ctx context.Context, cs kubernetes.Interface, c config) *lig
 				return
 			case <-tick.C:
 			}
-			i := rng.IntN(max(c.secrets, 1))
+			i := rng.IntN(max(c.populate.Secrets, 1))
 			l.wg.Go(func() {
 				start := time.Now()
-				_, err := cs.CoreV1().Secrets(namespace(i, c)).Get(ctx, fmt.Sprintf("s-%d", i), metav1.GetOptions{})
+				_, err := cs.CoreV1().Secrets(c.populate.Namespace(i)).Get(ctx, standardpopulate.SecretName(i), metav1.GetOptions{})
 				if ctx.Err() != nil {
 					return
 				}
@@ -357,104 +348,4 @@ func (l *lightLoad) window(from, to time.Time) ([]time.Duration, int) {
 	}
 	slices.Sort(lat)
 	return lat, failed
-}
-
-func namespace(i int, c config) string { return fmt.Sprintf("ns-%d", i%c.namespaces) }
-
-// populate creates the objects: namespaces and nodes first, then everything else by c.concurrency
-// workers. It returns the count of objects created and of failures.
-func populate(ctx context.Context, cs kubernetes.Interface, c config) (int, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.populateTimeout)
-	defer cancel()
-	core := cs.CoreV1()
-	created := 0
-	for i := range c.namespaces {
-		if _, err := core.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%d", i)}}, metav1.CreateOptions{}); err != nil {
-			return 0, 0, fmt.Errorf("creating namespace %d: %w", i, err)
-		}
-		created++
-	}
-	// Pods need their namespace's default service account, which a controller creates.
-	for i := range c.namespaces {
-		for {
-			if _, err := core.ServiceAccounts(fmt.Sprintf("ns-%d", i)).Get(ctx, "default", metav1.GetOptions{}); err == nil {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return 0, 0, fmt.Errorf("waiting for the default service account of ns-%d: %w", i, ctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-	payload := make([]byte, 256)
-	type step struct {
-		count int
-		op    func(ctx context.Context, i int) error
-	}
-	qty := resource.MustParse("1Gi")
-	steps := []step{
-		{c.nodes, func(ctx context.Context, i int) error {
-			_, err := core.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)}}, metav1.CreateOptions{})
-			return err
-		}},
-		{c.secrets, func(ctx context.Context, i int) error {
-			_, err := core.Secrets(namespace(i, c)).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i)}, Data: map[string][]byte{"k": payload}}, metav1.CreateOptions{})
-			return err
-		}},
-		{c.pvs, func(ctx context.Context, i int) error {
-			_, err := core.PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pv-%d", i)},
-				Spec: corev1.PersistentVolumeSpec{
-					Capacity: corev1.ResourceList{corev1.ResourceStorage: qty}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: fmt.Sprintf("/srv/pv-%d", i)}},
-				},
-			}, metav1.CreateOptions{})
-			return err
-		}},
-		{c.pvcs, func(ctx context.Context, i int) error {
-			_, err := core.PersistentVolumeClaims(namespace(i, c)).Create(ctx, &corev1.PersistentVolumeClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pvc-%d", i)},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: qty}},
-				},
-			}, metav1.CreateOptions{})
-			return err
-		}},
-		{c.pods, func(ctx context.Context, i int) error {
-			secret := fmt.Sprintf("s-%d", i%max(c.secrets, 1))
-			_, err := core.Pods(namespace(i, c)).Create(ctx, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", i)},
-				Spec: corev1.PodSpec{
-					NodeName:   fmt.Sprintf("node-%d", i%c.nodes),
-					Containers: []corev1.Container{{Name: "c", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "s", MountPath: "/s"}}}},
-					Volumes:    []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
-				},
-			}, metav1.CreateOptions{})
-			return err
-		}},
-	}
-	errs := 0
-	var firstErr error
-	for _, s := range steps {
-		if s.count == 0 {
-			continue
-		}
-		r := loadphase.Run(ctx, c.concurrency, loadphase.Bound{Count: s.count, Limit: c.populateTimeout}, func(ctx context.Context, _ *mathrand.Rand, i int) error {
-			return s.op(ctx, i)
-		})
-		created += len(r.Latencies) - r.Errors
-		errs += r.Errors
-		if firstErr == nil {
-			firstErr = r.FirstError
-		}
-		if r.TimedOut || ctx.Err() != nil {
-			return created, errs, fmt.Errorf("the populate did not finish in %v", c.populateTimeout)
-		}
-	}
-	if errs > 0 {
-		fmt.Fprintf(os.Stderr, "%s: %d creates failed; the first: %v\n", tool, errs, firstErr)
-	}
-	return created, errs, nil
 }

@@ -80,6 +80,8 @@ type Options struct {
 	NodeLifecycle NodeLifecycleOptions
 	// PodCertificates are the settings of the built-in pod certificate signers.
 	PodCertificates PodCertificateOptions
+	// Memory steers the Go runtime's garbage collector.
+	Memory MemoryOptions
 
 	// LeaderElection makes the controllers run on one replica at a time; off, they run at once.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -239,6 +241,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 	o.PodCertificates.AddFlags(fs)
 	o.NodeLifecycle.AddFlags(fs)
+	o.Memory.AddFlags(fs)
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.DurationVar(&o.Shutdown.DelayDuration, "shutdown-delay-duration", o.Shutdown.DelayDuration, "On SIGTERM, keep serving this long with /readyz failing before refusing new requests, so that load balancers stop sending them.")
 	fs.DurationVar(&o.Shutdown.WatchTerminationGracePeriod, "shutdown-watch-termination-grace-period", o.Shutdown.WatchTerminationGracePeriod, "On SIGTERM, open watches are told to end and the stop waits for them up to this long (0: watches are cut when their connections close).")
@@ -317,6 +320,7 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.NodeLifecycle.Validate()...)
+	errs = append(errs, o.Memory.Validate()...)
 	errs = append(errs, o.Encryption.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.ClusterInfo.Validate()...)

@@ -84,6 +84,9 @@ func Start(ctx context.Context, o *Options) (*Server, error) {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
 	}
+	if err := o.Memory.apply(); err != nil {
+		return nil, err
+	}
 	files := pki.Files{Dir: filepath.Join(o.DataDir, "pki")}
 	now := time.Now()
 	ca, err := pki.EnsureCA(files, "idplane-ca", now)

@@ -49,6 +49,9 @@ const storagePrefix = "/registry"
 // storage configures the storage layer: the etcd servers and credentials, encryption at rest,
 // the served group versions and how each resource is encoded in etcd.
 func (a *assembly) storage() error {
+	if err := withoutWatchCacheSnapshots(); err != nil {
+		return err
+	}
 	etcdOpts := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(storagePrefix, nil))
 	etcdOpts.StorageConfig.Transport.ServerList = a.in.etcdServers
 	etcdOpts.StorageConfig.Transport.TrustedCAFile = a.o.EtcdCAFile

@@ -98,9 +98,7 @@ func newLoopback(config *rest.Config) (loopback, error) {
 	if err != nil {
 		return loopback{}, fmt.Errorf("building loopback dynamic client: %w", err)
 	}
-	f := newInformerFactory(client)
-	narrowSecretInformer(f)
-	return loopback{client: client, dyn: dyn, informers: f}, nil
+	return loopback{client: client, dyn: dyn, informers: newInformerFactory(client)}, nil
 }
 
 // newInformerFactory is how the server's parts get their informers: without managed fields,

@@ -106,16 +106,8 @@ func (t *termInformers) ServiceAccounts() coreinformers.ServiceAccountInformer {
 	return typedInformer[corelisters.ServiceAccountLister]{t.track(i.Informer()), i.Lister()}
 }
 
-// ServiceAccountTokenSecrets are the service-account token secrets: the shared Secret informer
-// holds no others.
-func (t *termInformers) ServiceAccountTokenSecrets() coreinformers.SecretInformer {
+func (t *termInformers) Secrets() coreinformers.SecretInformer {
 	i := t.shared.Core().V1().Secrets()
-	return typedInformer[corelisters.SecretLister]{t.track(i.Informer()), i.Lister()}
-}
-
-// BootstrapTokenSecrets are the bootstrap token secrets in kube-system; Secrets holds none.
-func (t *termInformers) BootstrapTokenSecrets() coreinformers.SecretInformer {
-	i := bootstrapTokenSecrets(t.shared)
 	return typedInformer[corelisters.SecretLister]{t.track(i.Informer()), i.Lister()}
 }
 

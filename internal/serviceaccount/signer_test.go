@@ -79,7 +79,7 @@ func TestLocalSignerMatchesJOSE(t *testing.T) {
 				if header != refHeader {
 					t.Fatalf("header %s, go-jose writes %s", decodeSegment(t, header), decodeSegment(t, refHeader))
 				}
-				jws, err := jose.ParseSigned(raw, []jose.SignatureAlgorithm{tc.alg})
+				jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{tc.alg})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -39,6 +39,14 @@ func TestAgentReadsThroughNodeReadables(t *testing.T) {
 	s := startRBACServer(t)
 	ctx := context.Background()
 	ensureServiceAccount(t, s.client, "default", "default")
+	// The leader's controllers open watches of their own (config maps among them) once their
+	// term starts; the root CA publisher's config map in default says the term's informers run.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := s.client.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the leader's controllers did not publish kube-root-ca.crt: %v", err)
+	}
 	before := scrapeWatches(t, s.testServer)
 
 	// want are the watches beyond the server's own once the node runs, with the nodes before it.

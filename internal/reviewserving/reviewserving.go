@@ -49,10 +49,10 @@ func (r Resource) storagePath() string {
 	return r.Resource + "/" + r.Subresource
 }
 
-// Served are the resources answered here. Every one is a create that stores nothing and returns
+// served are the resources answered here. Every one is a create that stores nothing and returns
 // the object it was given with its status filled in: the reviews, and the TokenRequest of a
 // service account.
-var Served = []Resource{
+var served = []Resource{
 	{schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "tokenreviews"}, "", false},
 	{schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}, "", false},
 	{schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "subjectaccessreviews"}, "", false},
@@ -100,12 +100,12 @@ type endpoint struct {
 	scope        *handlers.RequestScope
 }
 
-// Install serves the resources in Served through storage (keyed as the API groups hold it: the
+// Install serves the resources in served through storage (keyed as the API groups hold it: the
 // resource, or resource/subresource), with the server's admission chain. A served resource missing
 // from storage is an error: the library would then answer it and the caller believes otherwise.
 func (d *Dispatcher) Install(s Scheme, admit admission.Interface, storage map[schema.GroupVersionResource]rest.Storage) error {
 	eps := map[route]*endpoint{}
-	for _, res := range Served {
+	for _, res := range served {
 		e, err := newEndpoint(s, admit, res, storage[res.GroupVersion().WithResource(res.storagePath())])
 		if err != nil {
 			return fmt.Errorf("serving %s %s: %w", res.GroupVersionResource, res.Subresource, err)

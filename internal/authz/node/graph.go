@@ -214,18 +214,26 @@ func (g *Graph) AddPV(pv *corev1.PersistentVolume) {
 	if had && bound && old.equal(rec) {
 		return
 	}
+	var oldKeys []objKey
 	if had {
-		g.unbindPVLocked(pv.Name, old)
+		oldKeys = g.appendPVKeysLocked(nil, pv.Name)
+		g.forgetPVLocked(pv.Name, old)
 	}
-	if !bound {
-		return
+	if bound {
+		g.pvs[pv.Name] = rec
+		g.pvsByClaim[rec.claim] = append(g.pvsByClaim[rec.claim], pv.Name)
+		keys := g.appendPVKeysLocked(g.scratch[:0], pv.Name)
+		g.scratch = keys
+		for _, u := range g.claimNodes[rec.claim] {
+			g.applyLocked(u.node, keys, u.count)
+		}
 	}
-	g.pvs[pv.Name] = rec
-	g.pvsByClaim[rec.claim] = append(g.pvsByClaim[rec.claim], pv.Name)
-	keys := g.appendPVKeysLocked(g.scratch[:0], pv.Name)
-	g.scratch = keys
-	for _, u := range g.claimNodes[rec.claim] {
-		g.applyLocked(u.node, keys, u.count)
+	// The old paths last, as AddPod does: a secret both versions grant keeps its path
+	// throughout, so that no one hearing the graph's changes sees it go and come back.
+	if had {
+		for _, u := range g.claimNodes[old.claim] {
+			g.applyLocked(u.node, oldKeys, -u.count)
+		}
 	}
 }
 
@@ -246,6 +254,11 @@ func (g *Graph) unbindPVLocked(name string, rec pvRecord) {
 	for _, u := range g.claimNodes[rec.claim] {
 		g.applyLocked(u.node, keys, -u.count)
 	}
+	g.forgetPVLocked(name, rec)
+}
+
+// forgetPVLocked drops the volume's record, without touching the paths it granted.
+func (g *Graph) forgetPVLocked(name string, rec pvRecord) {
 	pvs := slices.DeleteFunc(g.pvsByClaim[rec.claim], func(pv string) bool { return pv == name })
 	if len(pvs) == 0 {
 		delete(g.pvsByClaim, rec.claim)

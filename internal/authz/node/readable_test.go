@@ -55,6 +55,22 @@ func TestSubscribeReadable(t *testing.T) {
 			g.AddPod(newPod("ns", "r", "n1", withClaim("claim")))
 			g.AddPV(newPV("pv", claimRef("ns", "claim"), secretRef("ns", "csi")))
 		}, []string{"+n1 ns/csi"}},
+		{"volume updated, same secrets (a status or label change)", func() {
+			pv := newPV("pv", claimRef("ns", "claim"), secretRef("ns", "csi"))
+			pv.Labels = map[string]string{"changed": "yes"}
+			g.AddPV(pv)
+		}, nil},
+		{"volume gains a stage secret, keeps its publish secret", func() {
+			pv := newPV("pv", claimRef("ns", "claim"), secretRef("ns", "csi"))
+			pv.Spec.CSI.NodeStageSecretRef = secretRef("ns", "stage")
+			g.AddPV(pv)
+		}, []string{"+n1 ns/stage"}},
+		{"volume drops the stage secret", func() { g.AddPV(newPV("pv", claimRef("ns", "claim"), secretRef("ns", "csi"))) }, []string{"-n1 ns/stage"}},
+		{"volume's secret swapped", func() { g.AddPV(newPV("pv", claimRef("ns", "claim"), secretRef("ns", "csi2"))) }, []string{"+n1 ns/csi2", "-n1 ns/csi"}},
+		{"volume bound to another claim no pod uses", func() { g.AddPV(newPV("pv", claimRef("ns", "other"), secretRef("ns", "csi2"))) }, []string{"-n1 ns/csi2"}},
+		{"volume bound back", func() { g.AddPV(newPV("pv", claimRef("ns", "claim"), secretRef("ns", "csi"))) }, []string{"+n1 ns/csi"}},
+		{"volume released (no claimRef)", func() { g.AddPV(newPV("pv", nil, secretRef("ns", "csi"))) }, []string{"-n1 ns/csi"}},
+		{"volume bound again", func() { g.AddPV(newPV("pv", claimRef("ns", "claim"), secretRef("ns", "csi"))) }, []string{"+n1 ns/csi"}},
 		{"volume deleted", func() { g.DeletePV("pv") }, []string{"-n1 ns/csi"}},
 		{"unsubscribed", func() { g.SubscribeReadable(nil); g.DeletePod("ns", "early") }, nil},
 	}

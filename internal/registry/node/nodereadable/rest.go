@@ -121,8 +121,8 @@ func (s *REST) List(ctx context.Context, opts *metainternalversion.ListOptions) 
 	if err != nil {
 		return nil, err
 	}
-	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
-		return nil, apierrors.NewBadRequest("nodereadables are listed at the latest position only: resourceVersionMatch=Exact is not supported")
+	if err := unpaged(opts); err != nil {
+		return nil, err
 	}
 	if err := s.catchUp(ctx, nodeName, namespace); err != nil {
 		return nil, err

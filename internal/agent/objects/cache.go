@@ -240,16 +240,7 @@ func (c *Cache) newReadablesInformer(o Options) cache.SharedIndexInformer {
 	i := cache.NewSharedIndexInformer(lw, &nodev1alpha1.NodeReadable{}, 0, cache.Indexers{})
 	_ = i.SetTransform(dropEmbeddedManagedFields)
 	_ = i.SetWatchErrorHandlerWithContext(c.bulkWatchError)
-	notify := func(obj any) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		if item, ok := obj.(*nodev1alpha1.NodeReadable); ok {
-			if r, ok := itemRef(item); ok {
-				c.notify(r)
-			}
-		}
-	}
+	notify := c.notifyItem
 	_, err := i.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: notify,
 		UpdateFunc: func(old, obj any) {

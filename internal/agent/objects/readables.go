@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
@@ -237,4 +238,28 @@ func dropEmbeddedManagedFields(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// notifyItem tells the users of the object an item of the bulk watch holds that it changed. A
+// deletion whose last state the informer lost (DeletedFinalStateUnknown) is told by its key,
+// which names the item as the store knew it, whatever object the tombstone holds or lacks.
+func (c *Cache) notifyItem(obj any) {
+	var item *nodev1alpha1.NodeReadable
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		namespace, name, err := cache.SplitMetaNamespaceKey(o.Key)
+		if err != nil || name == "" {
+			c.notifyItem(o.Obj)
+			return
+		}
+		item = &nodev1alpha1.NodeReadable{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	case *nodev1alpha1.NodeReadable:
+		item = o
+	}
+	if item == nil {
+		return
+	}
+	if r, ok := itemRef(item); ok {
+		c.notify(r)
+	}
 }

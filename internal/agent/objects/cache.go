@@ -278,6 +278,20 @@ func ListWatch[L runtime.Object](api ListerWatcher[L], fieldSelector string) *ca
 	}
 }
 
+// NodeListWatch lists and watches through api the objects whose spec.nodeName is node, as a
+// list then a watch rather than one watch-list. The server indexes these objects by node, so
+// the list reads only the node's own; a watch-list's initial events are built from every object
+// of the resource in the server's cache, and a fleet of nodes starting at once would each make
+// the server walk all of them.
+func NodeListWatch[L runtime.Object](api ListerWatcher[L], node string) cache.ListerWatcher {
+	return listThenWatch{ListWatch(api, fields.OneTermEqualSelector("spec.nodeName", node).String())}
+}
+
+// listThenWatch tells client-go's reflector not to use a watch-list.
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
 // Secret returns a secret a user registered with Use, from its watch; NotFound when it does not exist.
 func (c *Cache) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	obj, err := c.get(ctx, Ref{Secret, namespace, name})

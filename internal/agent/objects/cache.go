@@ -62,8 +62,12 @@ type Cache struct {
 	changed func(users []string)
 	// syncWait bounds how long a read waits for a new watch's first list.
 	syncWait time.Duration
-	// readables is the node's bulk watch; nil when each object has a watch of its own.
-	readables cache.SharedIndexInformer
+	// readables is the node's bulk watch; nil when each object has a watch of its own. It is set
+	// once, by Open, and cleared under mu when the server refuses it (fallBack); readablesCtx
+	// ends then.
+	readables     cache.SharedIndexInformer
+	readablesCtx  context.Context
+	stopReadables context.CancelFunc
 
 	mu sync.Mutex
 	// users are the pods that read each object; uses, the objects each pod reads.
@@ -106,7 +110,8 @@ func New(ctx context.Context, client kubernetes.Interface, changed func(users []
 
 // Open returns a cache that reads every object through one watch of the node's nodereadables
 // when the server serves them and o allows it, and otherwise as New does. Discovery that fails
-// also means one watch per object: any conformant server allows those.
+// also means one watch per object: any conformant server allows those. So does a server that
+// lists the bulk watch in discovery and then refuses the node's list or watch (fallBack).
 func Open(ctx context.Context, client kubernetes.Interface, o Options, changed func(users []string)) *Cache {
 	c := New(ctx, client, changed)
 	logger := klog.FromContext(ctx)
@@ -126,7 +131,8 @@ func Open(ctx context.Context, client kubernetes.Interface, o Options, changed f
 		return c
 	}
 	c.readables = c.newReadablesInformer(o)
-	go c.readables.RunWithContext(ctx)
+	c.readablesCtx, c.stopReadables = context.WithCancel(ctx)
+	go c.readables.RunWithContext(c.readablesCtx)
 	logger.V(2).Info("Watching the node's secrets and configmaps through " + nodev1alpha1.ResourceName)
 	return c
 }
@@ -165,6 +171,11 @@ func (c *Cache) acquireLocked(user string, r Ref) {
 	if c.readables != nil {
 		return
 	}
+	c.startWatchLocked(r)
+}
+
+// startWatchLocked starts r's own watch.
+func (c *Cache) startWatchLocked(r Ref) {
 	ctx, stop := context.WithCancel(c.ctx)
 	w := &objectWatch{informer: c.newInformer(r), stop: stop}
 	_, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -228,6 +239,7 @@ func (c *Cache) newReadablesInformer(o Options) cache.SharedIndexInformer {
 	lw := ListWatch[*nodev1alpha1.NodeReadableList](checkedReadables{api: o.Readables, node: o.NodeName}, onNode)
 	i := cache.NewSharedIndexInformer(lw, &nodev1alpha1.NodeReadable{}, 0, cache.Indexers{})
 	_ = i.SetTransform(dropEmbeddedManagedFields)
+	_ = i.SetWatchErrorHandlerWithContext(c.bulkWatchError)
 	notify := func(obj any) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
@@ -314,12 +326,13 @@ func (c *Cache) get(ctx context.Context, r Ref) (runtime.Object, error) {
 	c.mu.Lock()
 	_, registered := c.users[r]
 	w := c.watches[r]
+	bulk := c.readables
 	c.mu.Unlock()
 	if !registered {
 		return nil, fmt.Errorf("reading %s: no pod on this node registered it", r)
 	}
-	if c.readables != nil {
-		return c.readable(ctx, r)
+	if bulk != nil {
+		return c.readable(ctx, bulk, r)
 	}
 	if !c.waitSynced(ctx, w.informer) {
 		return nil, fmt.Errorf("reading %s: its watch has not started yet (is the pod known to the server's node authorizer?)", r)
@@ -340,11 +353,15 @@ func (c *Cache) get(ctx context.Context, r Ref) (runtime.Object, error) {
 // not readable yet, retried as a per-object watch still refused) from an object that does not
 // exist (NotFound, which an optional source skips). The stream's event for the object, when it
 // comes, tells the object's pods again.
-func (c *Cache) readable(ctx context.Context, r Ref) (runtime.Object, error) {
-	if !c.waitSynced(ctx, c.readables) {
+func (c *Cache) readable(ctx context.Context, bulk cache.SharedIndexInformer, r Ref) (runtime.Object, error) {
+	if !c.waitBulkSynced(ctx, bulk) {
+		if c.fellBack() && ctx.Err() == nil {
+			// The server refused the bulk watch meanwhile: r has a watch of its own now.
+			return c.get(ctx, r)
+		}
 		return nil, fmt.Errorf("reading %s: the node's %s watch has not started yet", r, nodev1alpha1.ResourceName)
 	}
-	obj, exists, err := c.readables.GetStore().GetByKey(readableKey(r))
+	obj, exists, err := bulk.GetStore().GetByKey(readableKey(r))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", r, err)
 	}

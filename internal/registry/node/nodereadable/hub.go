@@ -164,19 +164,25 @@ type entry struct {
 	readers []string
 }
 
-// ObjectChanged is the informers' handler: obj is the Secret or ConfigMap as it is now; deleted
-// says it went, obj being its last state.
+// ObjectChanged tells the Hub of a Secret or ConfigMap as it is now; deleted says it went, obj
+// being its last state. The informers' handlers (handler) call the same paths.
 func (h *Hub) ObjectChanged(obj runtime.Object, deleted bool) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
+	_, isConfigMap := obj.(*corev1.ConfigMap)
+	o, r, ok := refOf(isConfigMap, obj)
+	if !ok {
 		return
 	}
-	r := ref{namespace: m.GetNamespace(), name: m.GetName()}
-	switch obj.(type) {
-	case *corev1.Secret:
-	case *corev1.ConfigMap:
-		r.configMap = true
-	default:
+	if deleted {
+		h.objectDeleted(r, o)
+	} else {
+		h.objectUpdated(r, o)
+	}
+}
+
+// objectUpdated records obj, the object r names as it is now, and tells r's readers.
+func (h *Hub) objectUpdated(r ref, obj runtime.Object) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
 		return
 	}
 	revision, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
@@ -184,19 +190,6 @@ func (h *Hub) ObjectChanged(obj runtime.Object, deleted bool) {
 	defer h.mu.Unlock()
 	h.noteRevisionLocked(r.configMap, revision)
 	e := h.objects[r]
-	if deleted {
-		if e == nil || e.obj == nil {
-			return
-		}
-		old := e.obj
-		if e.obj = nil; len(e.readers) == 0 {
-			delete(h.objects, r)
-		}
-		for _, n := range e.readers {
-			h.emitLocked(n, watch.Deleted, r, old)
-		}
-		return
-	}
 	if e == nil {
 		e = &entry{}
 		h.objects[r] = e
@@ -211,6 +204,32 @@ func (h *Hub) ObjectChanged(obj runtime.Object, deleted bool) {
 	e.obj = obj
 	for _, n := range e.readers {
 		h.emitLocked(n, typ, r, obj)
+	}
+}
+
+// objectDeleted forgets the object r names and tells its readers, with the last state the Hub
+// holds. last is the deleted object as the informer knew it, nil when unknown (a tombstone with
+// only a key): it only advances the informer's revision.
+func (h *Hub) objectDeleted(r ref, last runtime.Object) {
+	var revision uint64
+	if last != nil {
+		if m, err := meta.Accessor(last); err == nil {
+			revision, _ = strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.noteRevisionLocked(r.configMap, revision)
+	e := h.objects[r]
+	if e == nil || e.obj == nil {
+		return
+	}
+	old := e.obj
+	if e.obj = nil; len(e.readers) == 0 {
+		delete(h.objects, r)
+	}
+	for _, n := range e.readers {
+		h.emitLocked(n, watch.Deleted, r, old)
 	}
 }
 

@@ -220,18 +220,8 @@ func (s *REST) catchUp(ctx context.Context, nodeName, namespace string) error {
 // from the server's Secret and ConfigMap informers. Requests wait until WaitSynced has seen the
 // informers sync.
 func (h *Hub) Attach(subscribe func(func(node.ReadableChange)), secrets, configMaps cache.SharedIndexInformer) error {
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { h.objectChanged(obj, false) },
-		UpdateFunc: func(_, obj any) { h.objectChanged(obj, false) },
-		DeleteFunc: func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
-			h.objectChanged(obj, true)
-		},
-	}
-	for _, inf := range []cache.SharedIndexInformer{secrets, configMaps} {
-		if _, err := inf.AddEventHandler(handler); err != nil {
+	for i, inf := range []cache.SharedIndexInformer{secrets, configMaps} {
+		if _, err := inf.AddEventHandler(h.handler(i == 1)); err != nil {
 			return fmt.Errorf("watching the informers for nodereadables: %w", err)
 		}
 	}
@@ -247,10 +237,4 @@ func (h *Hub) WaitSynced(ctx context.Context, synced ...cache.InformerSynced) bo
 	}
 	h.MarkSynced()
 	return true
-}
-
-func (h *Hub) objectChanged(obj any, deleted bool) {
-	if o, ok := obj.(runtime.Object); ok {
-		h.ObjectChanged(o, deleted)
-	}
 }

@@ -3,11 +3,14 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
+	"k8s.io/client-go/rest"
 )
 
 func batchLevel() *flowcontrolv1.PriorityLevelConfiguration {
@@ -121,5 +124,153 @@ func TestFlowControlAPI(t *testing.T) {
 	}
 	if want := "[Name Type NominalConcurrencyShares Queues HandSize QueueLengthLimit Age]"; len(table.Rows) != 1 || fmt.Sprint(columns) != want {
 		t.Errorf("table columns %v, %d rows; want %s and one row", columns, len(table.Rows), want)
+	}
+}
+
+// pfHeaders makes a request with cfg and returns the FlowSchema and priority level UIDs the
+// server's priority and fairness filter matched it to ("" without the filter). The answer's code
+// does not matter: the filter classifies before authorization.
+func pfHeaders(t *testing.T, cfg *rest.Config, path string) (flowSchema, priorityLevel string) {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(cfg.Host + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID), resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID)
+}
+
+// TestPriorityAndFairness: by default the bootstrap configuration exists once the server is ready
+// and requests are classified by it: a node's reads by system-nodes into the system level, an
+// admin's (system:masters) by exempt.
+func TestPriorityAndFairness(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	fc := s.client.FlowcontrolV1()
+	// The producer's first round is a start-up hook: ready means done.
+	uids := map[string]string{}
+	for _, name := range []string{"system-nodes", "system-node-high", "exempt", "catch-all"} {
+		fs, err := fc.FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("flow schema %s after start: %v", name, err)
+		}
+		if fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != "true" {
+			t.Errorf("flow schema %s annotations %v, want autoupdate true", name, fs.Annotations)
+		}
+		uids["fs/"+name] = string(fs.UID)
+	}
+	for _, name := range []string{"system", "exempt", "catch-all"} {
+		pl, err := fc.PriorityLevelConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("priority level %s after start: %v", name, err)
+		}
+		uids["pl/"+name] = string(pl.UID)
+	}
+
+	node := s.userConfig(t, "system:node:n1", "system:nodes")
+	for _, tc := range []struct {
+		who         string
+		cfg         *rest.Config
+		path        string
+		schema, lvl string
+	}{
+		{"node reading a secret", node, "/api/v1/namespaces/default/secrets/nope", "fs/system-nodes", "pl/system"},
+		{"admin", s.config, "/api/v1/namespaces/default/secrets/nope", "fs/exempt", "pl/exempt"},
+	} {
+		// The filter's config consumer follows the objects through informers: wait until it has.
+		eventually(t, tc.who+" classified", func() error {
+			fs, pl := pfHeaders(t, tc.cfg, tc.path)
+			if fs != uids[tc.schema] || pl != uids[tc.lvl] {
+				return fmt.Errorf("flow schema %q, priority level %q; want %s %q and %s %q", fs, pl, tc.schema, uids[tc.schema], tc.lvl, uids[tc.lvl])
+			}
+			return nil
+		})
+	}
+
+	// A node may not change the configuration that ranks its own requests.
+	nodeFC := flowcontrolclient.NewForConfigOrDie(node)
+	if _, err := nodeFC.FlowSchemas().Create(ctx, batchSchema(), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node creating a flow schema: %v; want 403", err)
+	}
+	if err := nodeFC.FlowSchemas().Delete(ctx, "system-nodes", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("node deleting system-nodes: %v; want 403", err)
+	}
+
+	// The filter's debug endpoint is there with the filter on.
+	if code := getCode(t, s.config, "/debug/api_priority_and_fairness/dump_priority_levels"); code != http.StatusOK {
+		t.Errorf("APF debug endpoint answered %d, want 200", code)
+	}
+}
+
+// TestMaxInFlightWithoutPriorityAndFairness: --enable-priority-and-fairness=false serves with the
+// flat max-in-flight limits: no request is classified; the configuration objects are still kept.
+func TestMaxInFlightWithoutPriorityAndFairness(t *testing.T) {
+	s := startRBACServerWith(t, func(o *Options) { o.FlowControl.EnablePriorityAndFairness = false })
+	for _, cfg := range []*rest.Config{s.config, s.userConfig(t, "system:node:n1", "system:nodes")} {
+		if fs, pl := pfHeaders(t, cfg, "/api/v1/namespaces/default/secrets/nope"); fs != "" || pl != "" {
+			t.Errorf("request classified by flow schema %q, priority level %q without priority and fairness", fs, pl)
+		}
+	}
+	if code := getCode(t, s.config, "/debug/api_priority_and_fairness/dump_priority_levels"); code != http.StatusNotFound {
+		t.Errorf("APF debug endpoint answered %d, want 404", code)
+	}
+	if _, err := s.client.FlowcontrolV1().FlowSchemas().Get(context.Background(), "system-nodes", metav1.GetOptions{}); err != nil {
+		t.Errorf("system-nodes without the filter: %v", err)
+	}
+}
+
+func getCode(t *testing.T, cfg *rest.Config, path string) int {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(cfg.Host + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestAPFConfigSurvivesRestart: an admin's edit of a suggested object with autoupdate "false"
+// outlives a restart; one left to autoupdate "true" is put back by the restarted server.
+func TestAPFConfigSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	ts := startTestServer(t, dir, nil)
+	edit := func(name, autoUpdate string, precedence int32) {
+		t.Helper()
+		fs, err := ts.client.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = autoUpdate
+		fs.Spec.MatchingPrecedence = precedence
+		if _, err := ts.client.FlowcontrolV1().FlowSchemas().Update(ctx, fs, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("system-nodes", "false", 450)
+	edit("global-default", "true", 9800)
+	ts.stop()
+
+	ts = startTestServer(t, dir, nil)
+	for name, want := range map[string]struct {
+		precedence int32
+		autoUpdate string
+	}{"system-nodes": {450, "false"}, "global-default": {9900, "true"}} {
+		fs, err := ts.client.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs.Spec.MatchingPrecedence != want.precedence || fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != want.autoUpdate {
+			t.Errorf("%s after restart: precedence %d, autoupdate %q; want %d, %q", name, fs.Spec.MatchingPrecedence,
+				fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey], want.precedence, want.autoUpdate)
+		}
 	}
 }

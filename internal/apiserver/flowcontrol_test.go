@@ -191,6 +191,21 @@ func TestPriorityAndFairness(t *testing.T) {
 		})
 	}
 
+	// The filter's config consumer judges every schema through /status (server-side apply):
+	// kubectl's MISSINGPL column reads it.
+	eventually(t, "system-nodes judged", func() error {
+		fs, err := fc.FlowSchemas().Get(ctx, "system-nodes", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range fs.Status.Conditions {
+			if c.Type == flowcontrolv1.FlowSchemaConditionDangling && c.Status == flowcontrolv1.ConditionFalse {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v, want Dangling False", fs.Status.Conditions)
+	})
+
 	// A node may not change the configuration that ranks its own requests.
 	nodeFC := flowcontrolclient.NewForConfigOrDie(node)
 	if _, err := nodeFC.FlowSchemas().Create(ctx, batchSchema(), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {

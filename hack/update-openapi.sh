@@ -17,6 +17,7 @@ API_PKGS=(
   k8s.io/api/certificates/v1beta1
   k8s.io/api/storage/v1
   k8s.io/api/discovery/v1
+  k8s.io/api/flowcontrol/v1
   k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1
   k8s.io/apimachinery/pkg/apis/meta/v1
   k8s.io/apimachinery/pkg/runtime

@@ -124,6 +124,7 @@ var groups = []apiGroup{
 	{"certificates.k8s.io", []apiVersion{{name: "v1"}, {name: "v1beta1", only: []string{"certificatesigningrequests", "podcertificaterequests"}}},
 		append(described("certificates.k8s.io"), stored(certificatesigningrequest.NewREST), podCertificateRequests), nil},
 	{"storage.k8s.io", v("v1"), described("storage.k8s.io"), nil},
+	{"flowcontrol.apiserver.k8s.io", v("v1"), described("flowcontrol.apiserver.k8s.io"), nil},
 	{"apiextensions.k8s.io", v("v1"), []restConstructor{static("customresourcedefinitions", customresourcedefinition.New(gmsacredentialspec.CRD()))}, nil},
 	{"windows.k8s.io", []apiVersion{{name: "v1"}, {name: "v1alpha1"}}, described("windows.k8s.io"), nil},
 	{nodev1alpha1.GroupName, v("v1alpha1"), []restConstructor{nodeReadables}, nil},

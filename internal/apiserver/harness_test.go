@@ -27,7 +27,7 @@ type testServer struct {
 	client  kubernetes.Interface
 }
 
-func startTestServer(t *testing.T, dataDir string, configure func(*Options)) *testServer {
+func startTestServer(t testing.TB, dataDir string, configure func(*Options)) *testServer {
 	t.Helper()
 	o := NewOptions()
 	o.DataDir = dataDir

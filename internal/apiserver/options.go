@@ -86,6 +86,8 @@ type Options struct {
 	// LeaderElection makes the controllers run on one replica at a time; off, they run at once.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	Shutdown       ShutdownOptions
+	// FlowControl limits the requests served at once (API Priority and Fairness).
+	FlowControl FlowControlOptions
 
 	Encryption EncryptionOptions
 	Audit      AuditOptions
@@ -197,6 +199,8 @@ func NewOptions() *Options {
 		Snapshots: snapshot.NewScheduleOptions(),
 
 		NodeLifecycle: defaultNodeLifecycleOptions(),
+
+		FlowControl: defaultFlowControlOptions(),
 	}
 }
 
@@ -250,6 +254,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Audit.AddFlags(fs)
 	o.ClusterInfo.AddFlags(fs)
 	o.Snapshots.AddFlags(fs)
+	o.FlowControl.AddFlags(fs)
 }
 
 // Validate reports every invalid setting.
@@ -325,6 +330,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.ClusterInfo.Validate()...)
 	errs = append(errs, o.Snapshots.Validate()...)
+	errs = append(errs, o.FlowControl.Validate()...)
 	return errors.Join(errs...)
 }
 

@@ -43,6 +43,7 @@ func BenchmarkReviews(b *testing.B) {
 	defer cancel()
 	o := NewOptions()
 	o.DataDir, o.SecurePort = b.TempDir(), 0
+	o.FlowControl.EnablePriorityAndFairness = *benchAPF
 	srv, err := Start(ctx, o)
 	if err != nil {
 		b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -87,6 +88,10 @@ var served = []struct {
 	{certificatesv1beta1.SchemeGroupVersion, certificatesv1beta1.AddToScheme, nil},
 	{storagev1.SchemeGroupVersion, storagev1.AddToScheme, []runtime.Object{
 		&storagev1.VolumeAttachment{}, &storagev1.VolumeAttachmentList{}, &storagev1.CSINode{}, &storagev1.CSINodeList{},
+	}},
+	{flowcontrolv1.SchemeGroupVersion, flowcontrolv1.AddToScheme, []runtime.Object{
+		&flowcontrolv1.FlowSchema{}, &flowcontrolv1.FlowSchemaList{},
+		&flowcontrolv1.PriorityLevelConfiguration{}, &flowcontrolv1.PriorityLevelConfigurationList{},
 	}},
 	{apiextensionsv1.SchemeGroupVersion, apiextensionsv1.AddToScheme, []runtime.Object{
 		&apiextensionsv1.CustomResourceDefinition{}, &apiextensionsv1.CustomResourceDefinitionList{},

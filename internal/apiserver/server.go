@@ -194,6 +194,7 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 	}
 	a := &assembly{o: o, in: in, cfg: cfg, loopback: lb}
 	a.reviewsInChain()
+	a.flowControl()
 	tokens, err := a.authentication(closers)
 	if err != nil {
 		return nil, err
@@ -219,6 +220,9 @@ func build(o *Options, in buildInput, closers *closerStack) (*preparedServer, er
 		return nil, err
 	}
 	if err := startDynamicInformers(srv, dynamicInformers); err != nil {
+		return nil, err
+	}
+	if err := a.apfConfigProducer(srv); err != nil {
 		return nil, err
 	}
 	if err := a.controllers(srv, authz, tokens); err != nil {

@@ -4,7 +4,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +93,79 @@ func TestVerifiedCerts(t *testing.T) {
 		if resp.User.GetName() != want || len(resp.User.GetGroups()) != 2 || resp.User.GetGroups()[1] != user.AllAuthenticated {
 			t.Errorf("%s: user %s in %v, want %s in [devs system:authenticated]", s.name, resp.User.GetName(), resp.User.GetGroups(), want)
 		}
+	}
+}
+
+// lockedVerifier is countingVerifier for concurrent callers.
+type lockedVerifier struct {
+	mu sync.Mutex
+	countingVerifier
+}
+
+func (v *lockedVerifier) AuthenticateRequest(req *http.Request) (*authenticator.Response, bool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.countingVerifier.AuthenticateRequest(req)
+}
+
+// Many clients at once: each gets its own user, whatever another caller does to its copy, and a
+// chain is verified at most once per concurrent burst plus once per miss after it.
+func TestVerifiedCertsConcurrent(t *testing.T) {
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	verifier := &lockedVerifier{}
+	cached := newVerifiedCerts(verifier, &staticCA{bundle: []byte("ca-1")}, clocktesting.NewFakeClock(now))
+	names := []string{"node-a", "node-b", "node-c", "node-d"}
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for i := range 400 {
+		wg.Go(func() {
+			name := names[i%len(names)]
+			resp, ok, err := cached.AuthenticateRequest(certRequest(name, now.Add(time.Hour)))
+			if err != nil || !ok || resp.User.GetName() != name {
+				errs <- fmt.Errorf("%s: got %v, %v, %v", name, resp, ok, err)
+				return
+			}
+			// The chain's later authenticators rewrite what they get.
+			resp.User.(*user.DefaultInfo).Groups = append(resp.User.GetGroups(), "extra-"+name)
+			if g := resp.User.GetGroups(); len(g) != 2 || g[0] != "devs" {
+				errs <- fmt.Errorf("%s: groups %v: another caller's change leaked in", name, g)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Once every chain is cached, nothing is verified again.
+	calls := verifier.calls
+	for _, name := range names {
+		if _, _, err := cached.AuthenticateRequest(certRequest(name, now.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if verifier.calls != calls || calls > 400 {
+		t.Errorf("verifier asked %d times for 400 requests, then %d more for cached chains", calls, verifier.calls-calls)
+	}
+}
+
+// Expired entries do not pile up: every sweepEvery stored chains, the expired ones go.
+func TestVerifiedCertsSweepsExpired(t *testing.T) {
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(now)
+	cached := newVerifiedCerts(&countingVerifier{}, &staticCA{bundle: []byte("ca-1")}, clk)
+	for i := range sweepEvery - 1 {
+		if _, _, err := cached.AuthenticateRequest(certRequest(fmt.Sprintf("old-%d", i), now.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Step(verifiedCertTTL + time.Second)
+	if _, _, err := cached.AuthenticateRequest(certRequest("new", clk.Now().Add(time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	cached.entries.Range(func(k, e any) bool { left++; return true })
+	if left != 1 {
+		t.Errorf("%d entries after the sweep, want only the new one", left)
 	}
 }

@@ -45,6 +45,10 @@ func RegisterDefaults(s *runtime.Scheme) {
 	register(s, PodCertificateRequestList)
 	register(s, PodCertificateRequestV1beta1)
 	register(s, PodCertificateRequestListV1beta1)
+	register(s, FlowSchema)
+	register(s, FlowSchemaList)
+	register(s, PriorityLevelConfiguration)
+	register(s, PriorityLevelConfigurationList)
 }
 
 func register[T any, PT interface {

@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +58,8 @@ func TestColumnDefinitions(t *testing.T) {
 		{"rolebindings", roleBindings, &rbacv1.RoleBinding{}},
 		{"clusterrolebindings", clusterRoleBindings, &rbacv1.ClusterRoleBinding{}},
 		{"gmsacredentialspecs", gmsaCredentialSpecs, &windowsv1.GMSACredentialSpec{}},
+		{"flowschemas", flowSchemas, &flowcontrolv1.FlowSchema{}},
+		{"prioritylevelconfigurations", priorityLevelConfigurations, &flowcontrolv1.PriorityLevelConfiguration{}},
 	}
 	got := map[string][]metav1.TableColumnDefinition{}
 	for _, tt := range tables {

@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -224,6 +225,8 @@ var tables = map[schema.GroupResource]rest.TableConvertor{
 	rbacv1.Resource("clusterrolebindings"):                clusterRoleBindings,
 	windowsv1.Resource("gmsacredentialspecs"):             gmsaCredentialSpecs,
 	nodev1alpha1.Resource(nodev1alpha1.ResourceName):      nodeReadables,
+	flowcontrolv1.Resource("flowschemas"):                 flowSchemas,
+	flowcontrolv1.Resource("prioritylevelconfigurations"): priorityLevelConfigurations,
 }
 
 // For returns the table kubectl prints resource with, or nil for a resource without columns

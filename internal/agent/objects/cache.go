@@ -8,7 +8,10 @@ package objects
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+	"net/http"
 	"sync"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -109,9 +113,11 @@ func New(ctx context.Context, client kubernetes.Interface, changed func(users []
 }
 
 // Open returns a cache that reads every object through one watch of the node's nodereadables
-// when the server serves them and o allows it, and otherwise as New does. Discovery that fails
-// also means one watch per object: any conformant server allows those. So does a server that
-// lists the bulk watch in discovery and then refuses the node's list or watch (fallBack).
+// when the server serves them and o allows it, and otherwise as New does. Discovery refused for
+// good also means one watch per object: any conformant server allows those. So does a server
+// that lists the bulk watch in discovery and then refuses the node's list or watch (fallBack).
+// Discovery that fails for a while (an overloaded or restarting server) is asked again until it
+// answers: a fleet starting at once must not turn each node it delays into thirty watches.
 func Open(ctx context.Context, client kubernetes.Interface, o Options, changed func(users []string)) *Cache {
 	c := New(ctx, client, changed)
 	logger := klog.FromContext(ctx)
@@ -119,9 +125,7 @@ func Open(ctx context.Context, client kubernetes.Interface, o Options, changed f
 		logger.V(2).Info("Watching each secret and configmap on its own, as configured")
 		return c
 	}
-	dctx, cancel := context.WithTimeout(ctx, c.syncWait)
-	defer cancel()
-	served, err := ServesReadables(dctx, client.Discovery())
+	served, err := c.discoverReadables(ctx, client)
 	switch {
 	case err != nil:
 		logger.Info("Watching each secret and configmap on its own: discovery of the node's bulk watch failed", "err", err)
@@ -135,6 +139,43 @@ func Open(ctx context.Context, client kubernetes.Interface, o Options, changed f
 	go c.readables.RunWithContext(c.readablesCtx)
 	logger.V(2).Info("Watching the node's secrets and configmaps through " + nodev1alpha1.ResourceName)
 	return c
+}
+
+// discoveryRetry spaces the questions to a server whose discovery fails for a while.
+func discoveryRetry() wait.Backoff {
+	return wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: math.MaxInt32, Cap: 30 * time.Second}
+}
+
+// discoverReadables asks discovery whether the bulk watch is served until the server answers:
+// yes, no, or an error that will not go away by asking again.
+func (c *Cache) discoverReadables(ctx context.Context, client kubernetes.Interface) (bool, error) {
+	backoff := discoveryRetry()
+	for {
+		dctx, cancel := context.WithTimeout(ctx, c.syncWait)
+		served, err := ServesReadables(dctx, client.Discovery())
+		cancel()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return served, err
+		}
+		delay := backoff.Step()
+		klog.FromContext(ctx).Info("Discovery of the node's bulk watch failed, asking again", "err", err, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+// transient tells an error worth asking again about (too many requests, a server error, no
+// answer at all) from a refusal.
+func transient(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
+	}
+	return true
 }
 
 // Use records the objects user (a pod key) reads now: watches start for objects new to the cache
@@ -280,6 +321,20 @@ func ListWatch[L runtime.Object](api ListerWatcher[L], fieldSelector string) *ca
 		},
 	}
 }
+
+// NodeListWatch lists and watches through api the objects whose spec.nodeName is node, as a
+// list then a watch rather than one watch-list. The server indexes these objects by node, so
+// the list reads only the node's own; a watch-list's initial events are built from every object
+// of the resource in the server's cache, and a fleet of nodes starting at once would each make
+// the server walk all of them.
+func NodeListWatch[L runtime.Object](api ListerWatcher[L], node string) cache.ListerWatcher {
+	return listThenWatch{ListWatch(api, fields.OneTermEqualSelector("spec.nodeName", node).String())}
+}
+
+// listThenWatch tells client-go's reflector not to use a watch-list.
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Secret returns a secret a user registered with Use, from its watch; NotFound when it does not exist.
 func (c *Cache) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {

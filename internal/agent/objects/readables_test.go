@@ -376,13 +376,28 @@ func TestOpenFallsBackToWatchesPerObject(t *testing.T) {
 			})
 			return c
 		}, opts: Options{NodeName: node, Readables: newFakeReadables()}},
-		{name: "discovery fails", client: func() *fake.Clientset {
+		{name: "discovery refused", client: func() *fake.Clientset {
 			c := servingReadables()
 			c.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
-				return true, nil, apierrors.NewServiceUnavailable("starting")
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no discovery for you"))
 			})
 			return c
 		}, opts: Options{NodeName: node, Readables: newFakeReadables()}},
+		// An overloaded or starting server is asked again: the node must not fall back to a watch
+		// per object because the server was busy when it started.
+		{name: "discovery fails for a while", client: func() *fake.Clientset {
+			c := servingReadables()
+			failures := []error{apierrors.NewServiceUnavailable("starting"), apierrors.NewTooManyRequests("busy", 1), errors.New("connection refused")}
+			c.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if len(failures) == 0 {
+					return false, nil, nil
+				}
+				err := failures[0]
+				failures = failures[1:]
+				return true, nil, err
+			})
+			return c
+		}, opts: Options{NodeName: node, Readables: newFakeReadables()}, readables: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

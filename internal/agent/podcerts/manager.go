@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
@@ -118,9 +117,8 @@ func New(c Config) (*Manager, error) {
 	}
 	m := &Manager{c: c, store: st, pods: map[types.UID]map[sourceKey]*entry{}, uids: map[string]types.UID{}, running: make(chan struct{})}
 	// A node may list and watch only the requests naming itself.
-	onNode := fields.OneTermEqualSelector("spec.nodeName", c.NodeName).String()
 	m.informer = cache.NewSharedIndexInformer(
-		objects.ListWatch(c.Client.CertificatesV1().PodCertificateRequests(metav1.NamespaceAll), onNode),
+		objects.NodeListWatch(c.Client.CertificatesV1().PodCertificateRequests(metav1.NamespaceAll), c.NodeName),
 		&certificatesv1.PodCertificateRequest{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	m.lister = certlisters.NewPodCertificateRequestLister(m.informer.GetIndexer())
 	if c.OnChange != nil {

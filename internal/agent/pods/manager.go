@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -107,8 +106,7 @@ func New(c Config) *Manager {
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 2*time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "agent-pods", Clock: c.Clock}),
 	}
-	onNode := fields.OneTermEqualSelector("spec.nodeName", c.NodeName).String()
-	m.informer = cache.NewSharedIndexInformer(objects.ListWatch(c.Client.CoreV1().Pods(metav1.NamespaceAll), onNode),
+	m.informer = cache.NewSharedIndexInformer(objects.NodeListWatch(c.Client.CoreV1().Pods(metav1.NamespaceAll), c.NodeName),
 		&corev1.Pod{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	// The agent never reads managed fields; status updates made from cached pods without them
 	// keep the server's.

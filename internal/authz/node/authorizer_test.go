@@ -171,6 +171,11 @@ func TestAuthorize(t *testing.T) {
 		{"CSINodes listed", "n1", call{verb: "list", group: "storage.k8s.io", resource: "csinodes"}, no, ""},
 		{"CSI drivers listed", "n1", call{verb: "list", group: "storage.k8s.io", resource: "csidrivers"}, allow, ""},
 
+		// API Priority and Fairness configuration is the admins' (RBAC): a node gets nothing here.
+		{"flow schema created", "n1", call{verb: "create", group: "flowcontrol.apiserver.k8s.io", resource: "flowschemas"}, no, ""},
+		{"flow schema status written", "n1", call{verb: "patch", group: "flowcontrol.apiserver.k8s.io", resource: "flowschemas", sub: "status", name: "system-nodes"}, no, ""},
+		{"priority level updated", "n1", call{verb: "update", group: "flowcontrol.apiserver.k8s.io", resource: "prioritylevelconfigurations", name: "system"}, no, ""},
+		{"flow schemas listed", "n1", call{verb: "list", group: "flowcontrol.apiserver.k8s.io", resource: "flowschemas"}, no, ""},
 		// leases
 		{"own lease read", "n1", call{verb: "get", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease", name: "n1"}, allow, ""},
 		{"own lease updated", "n1", call{verb: "update", group: "coordination.k8s.io", resource: "leases", ns: "kube-node-lease", name: "n1"}, allow, ""},

@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,6 +93,8 @@ func init() {
 	}
 	add(kind{core.WithKind("PersistentVolume"), false, nil, nil})
 	add(kind{coordinationv1.SchemeGroupVersion.WithKind("Lease"), true, nil, nil})
+	add(kind{flowcontrolv1.SchemeGroupVersion.WithKind("FlowSchema"), false, nil, nil})
+	add(kind{flowcontrolv1.SchemeGroupVersion.WithKind("PriorityLevelConfiguration"), false, nil, nil})
 	for _, name := range []string{"Role", "RoleBinding"} {
 		add(kind{rbacv1.SchemeGroupVersion.WithKind(name), true, nil, nil})
 	}

@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,7 +30,7 @@ func newScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, discoveryv1.AddToScheme, coordinationv1.AddToScheme, certificatesv1.AddToScheme, storagev1.AddToScheme, windowsv1.AddToScheme,
+		corev1.AddToScheme, discoveryv1.AddToScheme, flowcontrolv1.AddToScheme, coordinationv1.AddToScheme, certificatesv1.AddToScheme, storagev1.AddToScheme, windowsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
@@ -53,7 +54,7 @@ func nullStorage() generic.RESTOptions {
 func built(t *testing.T) map[string]rest.Storage {
 	t.Helper()
 	out := map[string]rest.Storage{}
-	for _, g := range []string{"", "coordination.k8s.io", "discovery.k8s.io", "certificates.k8s.io", "storage.k8s.io", "windows.k8s.io"} {
+	for _, g := range []string{"", "coordination.k8s.io", "discovery.k8s.io", "certificates.k8s.io", "storage.k8s.io", "windows.k8s.io", "flowcontrol.apiserver.k8s.io"} {
 		for _, build := range Of(g) {
 			storages, err := build(newScheme(t), nullStorage())
 			if err != nil {
@@ -97,6 +98,8 @@ func TestTable(t *testing.T) {
 		{path: "csinodes", sample: csiNode(), returnDeleted: true, reset: []string{"status"}},
 		{path: "volumeattachments", sample: attachment(), returnDeleted: true, reset: []string{"status"}, statusReset: []string{"metadata", "spec"}},
 		{path: "gmsacredentialspecs", sample: &windowsv1.GMSACredentialSpec{}},
+		{path: "flowschemas", sample: &flowcontrolv1.FlowSchema{}, reset: []string{"status"}, statusReset: []string{"metadata", "spec"}},
+		{path: "prioritylevelconfigurations", sample: &flowcontrolv1.PriorityLevelConfiguration{}, reset: []string{"status"}, statusReset: []string{"metadata", "spec"}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			s, ok := storages[tc.path].(*store.Store)
@@ -162,6 +165,8 @@ func versionOf(path string) string {
 	switch path {
 	case "csinodes", "volumeattachments", "volumeattachments/status":
 		return "storage.k8s.io/v1"
+	case "flowschemas", "flowschemas/status", "prioritylevelconfigurations", "prioritylevelconfigurations/status":
+		return "flowcontrol.apiserver.k8s.io/v1"
 	}
 	return "v1"
 }
@@ -275,5 +280,56 @@ func TestVolumeAttachmentStatusStrategy(t *testing.T) {
 	upd.Status.DetachError = &storagev1.VolumeError{ErrorCode: ptr[int32](-1)}
 	if errs := s.ValidateUpdate(ctx, upd, old); len(errs) != 1 || errs[0].Field != "status.detachError.errorCode" {
 		t.Errorf("negative error code: %v, want one error on status.detachError.errorCode", errs)
+	}
+}
+
+// TestFlowControlStrategy: the generation counts spec changes only, so the config producer can
+// tell an edited object (generation > 1) from one it created; a status write keeps the spec and
+// metadata but managed fields.
+func TestFlowControlStrategy(t *testing.T) {
+	ctx := context.Background()
+	storages := built(t)
+	main := storages["flowschemas"].(*store.Store)
+
+	fs := &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec:       flowcontrolv1.FlowSchemaSpec{MatchingPrecedence: 100},
+		Status:     flowcontrolv1.FlowSchemaStatus{Conditions: []flowcontrolv1.FlowSchemaCondition{{Type: "Dangling"}}},
+	}
+	main.CreateStrategy.PrepareForCreate(ctx, fs)
+	if fs.Generation != 1 || len(fs.Status.Conditions) != 0 {
+		t.Fatalf("after create: generation %d, status %v; want 1 and none", fs.Generation, fs.Status)
+	}
+	fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: "Dangling", Status: "False"}}
+
+	relabelled := fs.DeepCopy()
+	relabelled.Labels = map[string]string{"x": "y"}
+	relabelled.Status = flowcontrolv1.FlowSchemaStatus{}
+	main.UpdateStrategy.PrepareForUpdate(ctx, relabelled, fs)
+	if relabelled.Generation != 1 || len(relabelled.Status.Conditions) != 1 {
+		t.Errorf("metadata-only update: generation %d, status %v; want 1 and the stored status", relabelled.Generation, relabelled.Status)
+	}
+
+	edited := fs.DeepCopy()
+	edited.Spec.MatchingPrecedence = 200
+	main.UpdateStrategy.PrepareForUpdate(ctx, edited, fs)
+	if edited.Generation != 2 {
+		t.Errorf("spec update: generation %d, want 2", edited.Generation)
+	}
+
+	byConsumer := fs.DeepCopy()
+	byConsumer.Spec.MatchingPrecedence = 300
+	byConsumer.Labels = map[string]string{"sneaky": "yes"}
+	byConsumer.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "consumer"}}
+	byConsumer.Status.Conditions[0].Status = "True"
+	var status *store.Strategy[*flowcontrolv1.FlowSchema]
+	for _, r := range table() {
+		if row, ok := r.(resource[*flowcontrolv1.FlowSchema]); ok {
+			status = store.NewStrategy(newScheme(t), row.withVersion(*row.status))
+		}
+	}
+	status.PrepareForUpdate(ctx, byConsumer, fs)
+	if byConsumer.Spec.MatchingPrecedence != 100 || byConsumer.Labels != nil || len(byConsumer.ManagedFields) != 1 || byConsumer.Status.Conditions[0].Status != "True" {
+		t.Errorf("status write kept %+v", byConsumer)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	netutils "k8s.io/utils/net"
@@ -229,6 +231,62 @@ func table() []row {
 			// As upstream, DELETE answers with the deleted attachment rather than a Status.
 			returnDeleted: true,
 		},
+		// API Priority and Fairness configuration: admins write the specs (the server itself
+		// keeps the mandatory and suggested ones), the config consumer writes status. As upstream,
+		// the generation counts spec changes, which the config producer reads to tell an admin's
+		// edit from its own objects.
+		resource[*flowcontrolv1.FlowSchema]{
+			gv: flowcontrolv1.SchemeGroupVersion, plural: "flowschemas", singular: "flowschema", kind: "FlowSchema",
+			newObj:  func() runtime.Object { return &flowcontrolv1.FlowSchema{} },
+			newList: func() runtime.Object { return &flowcontrolv1.FlowSchemaList{} },
+			rules: store.Rules[*flowcontrolv1.FlowSchema]{
+				PrepareForCreate: func(fs *flowcontrolv1.FlowSchema) {
+					fs.Status = flowcontrolv1.FlowSchemaStatus{}
+					fs.Generation = 1
+				},
+				PrepareForUpdate: func(fs, old *flowcontrolv1.FlowSchema) {
+					fs.Status = old.Status
+					fs.Generation = nextGeneration(fs.Spec, old.Spec, old.Generation)
+				},
+				Validate:       validation.ValidateFlowSchema,
+				ValidateUpdate: validation.ValidateFlowSchemaUpdate,
+				ResetFields:    statusPath,
+			},
+			status: &store.Rules[*flowcontrolv1.FlowSchema]{
+				PrepareForUpdate: func(fs, old *flowcontrolv1.FlowSchema) {
+					fs.Spec = old.Spec
+					keepMetaButManagedFields(&fs.ObjectMeta, &old.ObjectMeta)
+				},
+				ValidateUpdate: validation.ValidateFlowSchemaStatusUpdate,
+				ResetFields:    metaSpecPath,
+			},
+		},
+		resource[*flowcontrolv1.PriorityLevelConfiguration]{
+			gv: flowcontrolv1.SchemeGroupVersion, plural: "prioritylevelconfigurations", singular: "prioritylevelconfiguration", kind: "PriorityLevelConfiguration",
+			newObj:  func() runtime.Object { return &flowcontrolv1.PriorityLevelConfiguration{} },
+			newList: func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} },
+			rules: store.Rules[*flowcontrolv1.PriorityLevelConfiguration]{
+				PrepareForCreate: func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+					pl.Status = flowcontrolv1.PriorityLevelConfigurationStatus{}
+					pl.Generation = 1
+				},
+				PrepareForUpdate: func(pl, old *flowcontrolv1.PriorityLevelConfiguration) {
+					pl.Status = old.Status
+					pl.Generation = nextGeneration(pl.Spec, old.Spec, old.Generation)
+				},
+				Validate:       validation.ValidatePriorityLevelConfiguration,
+				ValidateUpdate: validation.ValidatePriorityLevelConfigurationUpdate,
+				ResetFields:    statusPath,
+			},
+			status: &store.Rules[*flowcontrolv1.PriorityLevelConfiguration]{
+				PrepareForUpdate: func(pl, old *flowcontrolv1.PriorityLevelConfiguration) {
+					pl.Spec = old.Spec
+					keepMetaButManagedFields(&pl.ObjectMeta, &old.ObjectMeta)
+				},
+				ValidateUpdate: validation.ValidatePriorityLevelConfigurationStatusUpdate,
+				ResetFields:    metaSpecPath,
+			},
+		},
 		resource[*windowsv1.GMSACredentialSpec]{
 			gv: windowsv1.SchemeGroupVersion, plural: "gmsacredentialspecs", singular: "gmsacredentialspec", kind: "GMSACredentialSpec",
 			newObj:  func() runtime.Object { return &windowsv1.GMSACredentialSpec{} },
@@ -238,6 +296,22 @@ func table() []row {
 			},
 		},
 	}
+}
+
+// nextGeneration counts a change of spec, as upstream's generation does.
+func nextGeneration[S any](spec, old S, generation int64) int64 {
+	if apiequality.Semantic.DeepEqual(spec, old) {
+		return generation
+	}
+	return generation + 1
+}
+
+// keepMetaButManagedFields keeps the stored metadata on a status write, as upstream's status
+// endpoints of flowcontrol do: only the managers of the status may change.
+func keepMetaButManagedFields(meta, old *metav1.ObjectMeta) {
+	managedFields := meta.ManagedFields
+	*meta = *old
+	meta.ManagedFields = managedFields
 }
 
 // singleStack fills in the address families of a service's one cluster IP, as upstream's

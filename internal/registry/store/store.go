@@ -54,13 +54,17 @@ func New(optsGetter generic.RESTOptionsGetter, o Options) (*Store, error) {
 		// kubectl's columns come from the one table of them, so no resource can name another's.
 		TableConvertor: printers.For(o.Resource),
 	}
+	attrs := fieldlabels.AttrsFunc(o.Kind)
+	index := indexTriggers(o.Triggers, attrs)
+	s.PredicateFunc = index.predicate
 	if o.TTLSeconds > 0 {
 		s.TTLFunc = func(runtime.Object, uint64, bool) (uint64, error) { return o.TTLSeconds, nil }
 	}
 	err := s.CompleteWithOptions(&generic.StoreOptions{
 		RESTOptions: optsGetter,
-		AttrFunc:    fieldlabels.AttrsFunc(o.Kind),
+		AttrFunc:    attrs,
 		TriggerFunc: o.Triggers,
+		Indexers:    index.indexers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building storage for %s: %w", o.Resource, err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -170,7 +171,12 @@ func (s *REST) Watch(ctx context.Context, opts *metainternalversion.ListOptions)
 	} else if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
-	return s.hub.open(nodeName, namespace, st, opts.AllowWatchBookmarks, s.opts.BookmarkInterval, s.opts.Clock)
+	w, err := s.hub.open(nodeName, namespace, st, opts.AllowWatchBookmarks, s.opts.BookmarkInterval, s.opts.Clock)
+	// Priority and fairness holds a watch's seat until the storage says its start is done, as
+	// the library's watch cache does once it has queued the initial events; the hub has queued
+	// them in open. Without the signal every node's watch would hold a seat for its lifetime.
+	utilflowcontrol.WatchInitialized(ctx)
+	return w, err
 }
 
 func (s *REST) ready(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 )
 
 func batchLevel() *flowcontrolv1.PriorityLevelConfiguration {
@@ -62,15 +63,37 @@ func TestFlowControlAPI(t *testing.T) {
 		t.Errorf("flow schema: precedence %d generation %d, want 1000 and 1", fs.Spec.MatchingPrecedence, fs.Generation)
 	}
 
-	fs.Spec.MatchingPrecedence = 900
-	if fs, err = fc.FlowSchemas().Update(ctx, fs, metav1.UpdateOptions{}); err != nil || fs.Generation != 2 {
-		t.Fatalf("spec update: generation %v, err %v; want 2", fs.Generation, err)
+	// The filter's config consumer writes the schema's status meanwhile: read, change, retry.
+	change := func(write func(*flowcontrolv1.FlowSchema) (*flowcontrolv1.FlowSchema, error)) *flowcontrolv1.FlowSchema {
+		t.Helper()
+		var out *flowcontrolv1.FlowSchema
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current, err := fc.FlowSchemas().Get(ctx, "batch-jobs", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			out, err = write(current)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
-	fs.Spec.MatchingPrecedence = 1
-	fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionTrue}}
-	fs, err = fc.FlowSchemas().UpdateStatus(ctx, fs, metav1.UpdateOptions{})
-	if err != nil || fs.Spec.MatchingPrecedence != 900 || fs.Generation != 2 || len(fs.Status.Conditions) != 1 {
-		t.Fatalf("status update: %+v, err %v; want the spec kept and the condition written", fs, err)
+	fs = change(func(fs *flowcontrolv1.FlowSchema) (*flowcontrolv1.FlowSchema, error) {
+		fs.Spec.MatchingPrecedence = 900
+		return fc.FlowSchemas().Update(ctx, fs, metav1.UpdateOptions{})
+	})
+	if fs.Generation != 2 {
+		t.Fatalf("spec update: generation %d, want 2", fs.Generation)
+	}
+	fs = change(func(fs *flowcontrolv1.FlowSchema) (*flowcontrolv1.FlowSchema, error) {
+		fs.Spec.MatchingPrecedence = 1
+		fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: "Tested", Status: flowcontrolv1.ConditionTrue}}
+		return fc.FlowSchemas().UpdateStatus(ctx, fs, metav1.UpdateOptions{})
+	})
+	if fs.Spec.MatchingPrecedence != 900 || fs.Generation != 2 || len(fs.Status.Conditions) != 1 || fs.Status.Conditions[0].Type != "Tested" {
+		t.Fatalf("status update: %+v; want the spec kept and the condition written", fs)
 	}
 
 	bad := batchSchema()

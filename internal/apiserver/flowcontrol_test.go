@@ -312,3 +312,51 @@ func TestAPFConfigSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestPriorityAndFairnessQueuesABurst: with a server concurrency of two, a burst of a node's
+// requests waits its turn in the system level's queues instead of being refused with 429 (what a
+// fleet starting at once met with the flat limits).
+func TestPriorityAndFairnessQueuesABurst(t *testing.T) {
+	s := startRBACServerWith(t, func(o *Options) {
+		o.FlowControl.MaxRequestsInFlight, o.FlowControl.MaxMutatingRequestsInFlight = 1, 1
+	})
+	node := s.userConfig(t, "system:node:n1", "system:nodes")
+	client, err := rest.HTTPClientFor(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the filter classifies by the stored configuration, not its start-up defaults.
+	systemNodes, err := s.client.FlowcontrolV1().FlowSchemas().Get(context.Background(), "system-nodes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node classified", func() error {
+		if fs, _ := pfHeaders(t, node, "/api/v1/namespaces/default/secrets/nope"); fs != string(systemNodes.UID) {
+			return fmt.Errorf("flow schema %q, want system-nodes %q", fs, systemNodes.UID)
+		}
+		return nil
+	})
+
+	const burst = 40
+	codes := make(chan int, burst)
+	start := make(chan struct{})
+	for range burst {
+		go func() {
+			<-start
+			resp, err := client.Get(node.Host + "/api/v1/namespaces/default/secrets/nope")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	close(start)
+	for range burst {
+		// The node may not read the secret: 403 is the answer each request waited for.
+		if code := <-codes; code != http.StatusForbidden {
+			t.Errorf("request answered %d, want 403 after waiting its turn (429 would be a refusal)", code)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 )
 
 func batchLevel() *flowcontrolv1.PriorityLevelConfiguration {
@@ -62,15 +63,37 @@ func TestFlowControlAPI(t *testing.T) {
 		t.Errorf("flow schema: precedence %d generation %d, want 1000 and 1", fs.Spec.MatchingPrecedence, fs.Generation)
 	}
 
-	fs.Spec.MatchingPrecedence = 900
-	if fs, err = fc.FlowSchemas().Update(ctx, fs, metav1.UpdateOptions{}); err != nil || fs.Generation != 2 {
-		t.Fatalf("spec update: generation %v, err %v; want 2", fs.Generation, err)
+	// The filter's config consumer writes the schema's status meanwhile: read, change, retry.
+	change := func(write func(*flowcontrolv1.FlowSchema) (*flowcontrolv1.FlowSchema, error)) *flowcontrolv1.FlowSchema {
+		t.Helper()
+		var out *flowcontrolv1.FlowSchema
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current, err := fc.FlowSchemas().Get(ctx, "batch-jobs", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			out, err = write(current)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
-	fs.Spec.MatchingPrecedence = 1
-	fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionTrue}}
-	fs, err = fc.FlowSchemas().UpdateStatus(ctx, fs, metav1.UpdateOptions{})
-	if err != nil || fs.Spec.MatchingPrecedence != 900 || fs.Generation != 2 || len(fs.Status.Conditions) != 1 {
-		t.Fatalf("status update: %+v, err %v; want the spec kept and the condition written", fs, err)
+	fs = change(func(fs *flowcontrolv1.FlowSchema) (*flowcontrolv1.FlowSchema, error) {
+		fs.Spec.MatchingPrecedence = 900
+		return fc.FlowSchemas().Update(ctx, fs, metav1.UpdateOptions{})
+	})
+	if fs.Generation != 2 {
+		t.Fatalf("spec update: generation %d, want 2", fs.Generation)
+	}
+	fs = change(func(fs *flowcontrolv1.FlowSchema) (*flowcontrolv1.FlowSchema, error) {
+		fs.Spec.MatchingPrecedence = 1
+		fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: "Tested", Status: flowcontrolv1.ConditionTrue}}
+		return fc.FlowSchemas().UpdateStatus(ctx, fs, metav1.UpdateOptions{})
+	})
+	if fs.Spec.MatchingPrecedence != 900 || fs.Generation != 2 || len(fs.Status.Conditions) != 1 || fs.Status.Conditions[0].Type != "Tested" {
+		t.Fatalf("status update: %+v; want the spec kept and the condition written", fs)
 	}
 
 	bad := batchSchema()
@@ -286,6 +309,54 @@ func TestAPFConfigSurvivesRestart(t *testing.T) {
 		if fs.Spec.MatchingPrecedence != want.precedence || fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != want.autoUpdate {
 			t.Errorf("%s after restart: precedence %d, autoupdate %q; want %d, %q", name, fs.Spec.MatchingPrecedence,
 				fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey], want.precedence, want.autoUpdate)
+		}
+	}
+}
+
+// TestPriorityAndFairnessQueuesABurst: with a server concurrency of two, a burst of a node's
+// requests waits its turn in the system level's queues instead of being refused with 429 (what a
+// fleet starting at once met with the flat limits).
+func TestPriorityAndFairnessQueuesABurst(t *testing.T) {
+	s := startRBACServerWith(t, func(o *Options) {
+		o.FlowControl.MaxRequestsInFlight, o.FlowControl.MaxMutatingRequestsInFlight = 1, 1
+	})
+	node := s.userConfig(t, "system:node:n1", "system:nodes")
+	client, err := rest.HTTPClientFor(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the filter classifies by the stored configuration, not its start-up defaults.
+	systemNodes, err := s.client.FlowcontrolV1().FlowSchemas().Get(context.Background(), "system-nodes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node classified", func() error {
+		if fs, _ := pfHeaders(t, node, "/api/v1/namespaces/default/secrets/nope"); fs != string(systemNodes.UID) {
+			return fmt.Errorf("flow schema %q, want system-nodes %q", fs, systemNodes.UID)
+		}
+		return nil
+	})
+
+	const burst = 40
+	codes := make(chan int, burst)
+	start := make(chan struct{})
+	for range burst {
+		go func() {
+			<-start
+			resp, err := client.Get(node.Host + "/api/v1/namespaces/default/secrets/nope")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	close(start)
+	for range burst {
+		// The node may not read the secret: 403 is the answer each request waited for.
+		if code := <-codes; code != http.StatusForbidden {
+			t.Errorf("request answered %d, want 403 after waiting its turn (429 would be a refusal)", code)
 		}
 	}
 }

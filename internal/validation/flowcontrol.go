@@ -2,9 +2,11 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -93,7 +95,11 @@ func distinguisherKnown(_ string, spec *flowcontrolv1.FlowSchemaSpec, fldPath *f
 	if spec.DistinguisherMethod == nil {
 		return nil
 	}
-	return oneOf(fldPath.Child("distinguisherMethod", "type"), spec.DistinguisherMethod.Type, flowDistinguishers...)
+	if slices.Contains(flowDistinguishers, spec.DistinguisherMethod.Type) {
+		return nil
+	}
+	// Upstream reports the whole method as the value.
+	return field.ErrorList{field.NotSupported(fldPath.Child("distinguisherMethod", "type"), spec.DistinguisherMethod, flowDistinguishers)}
 }
 
 func priorityLevelReferenced(_ string, spec *flowcontrolv1.FlowSchemaSpec, fldPath *field.Path) field.ErrorList {
@@ -346,6 +352,12 @@ func validateConditionTypes[C any](conditions []C, typeOf func(C) string) field.
 // every update.
 func ValidatePriorityLevelConfiguration(pl *flowcontrolv1.PriorityLevelConfiguration) field.ErrorList {
 	allErrs := apivalidation.ValidateObjectMeta(&pl.ObjectMeta, false, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	// v1beta3 carried an explicit zero share through this annotation; in a stored object it
+	// would only mislead an older reader, so upstream refuses it outside v1beta3.
+	if _, ok := pl.Annotations[flowcontrolv1beta3.PriorityLevelPreserveZeroConcurrencySharesKey]; ok {
+		allErrs = append(allErrs, field.Forbidden(field.NewPath("metadata", "annotations"),
+			fmt.Sprintf("annotation '%s' is forbidden", flowcontrolv1beta3.PriorityLevelPreserveZeroConcurrencySharesKey)))
+	}
 	specPath := field.NewPath("spec")
 	allErrs = append(allErrs, validatePriorityLevelSpec(pl.Name, &pl.Spec, specPath)...)
 	allErrs = append(allErrs, mandatoryPriorityLevelFixed(pl.Name, &pl.Spec, specPath)...)
@@ -466,11 +478,13 @@ func mandatoryPriorityLevelFixed(name string, spec *flowcontrolv1.PriorityLevelC
 		return nil
 	}
 	got, want := *spec, mand.Spec
+	msg := fmt.Sprintf("spec of '%s' must equal the fixed value", name)
 	if name == flowcontrolv1.PriorityLevelConfigurationNameExempt {
 		got.Exempt, want.Exempt = nil, nil
+		msg = fmt.Sprintf("spec of '%s' except the 'spec.exempt' field must equal the fixed value", name)
 	}
 	if apiequality.Semantic.DeepEqual(got, want) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(fldPath, *spec, fmt.Sprintf("spec of '%s' must equal the fixed value", name))}
+	return field.ErrorList{field.Invalid(fldPath, *spec, msg)}
 }

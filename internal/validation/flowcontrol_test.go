@@ -194,6 +194,13 @@ func TestValidatePriorityLevelConfiguration(t *testing.T) {
 			pl.Name, pl.Spec = "exempt", *bootstrap.MandatoryPriorityLevelConfigurationExempt.Spec.DeepCopy()
 			pl.Spec.Exempt.NominalConcurrencyShares, pl.Spec.Exempt.LendablePercent = ptrTo[int32](-1), ptrTo[int32](-1)
 		}, want: []want{invalid("spec.exempt.nominalConcurrencyShares"), invalid("spec.exempt.lendablePercent")}},
+		{name: "exempt repurposed as limited", mutate: func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+			pl.Name = "exempt"
+			pl.Spec.Exempt = &flowcontrolv1.ExemptPriorityLevelConfiguration{}
+		}, want: []want{invalid("spec.type"), forbidden("spec.exempt"), invalid("spec")}},
+		{name: "v1beta3's zero-shares annotation", mutate: func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+			pl.Annotations = map[string]string{"flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares": ""}
+		}, want: []want{forbidden("metadata.annotations")}},
 		{name: "duplicate condition", mutate: func(pl *flowcontrolv1.PriorityLevelConfiguration) {
 			pl.Status.Conditions = []flowcontrolv1.PriorityLevelConfigurationCondition{{Type: "ConcurrencyShared"}, {Type: "ConcurrencyShared"}}
 		}, want: []want{duplicate("status.conditions[1].type")}},
@@ -224,7 +231,12 @@ func TestFlowControlMessages(t *testing.T) {
 	fs.Spec.MatchingPrecedence = 1
 	fs.Spec.Rules[0].NonResourceRules[0].NonResourceURLs = []string{"/a*"}
 	pl := queuing(8, 9, 50)
+	exempt := bootstrap.MandatoryPriorityLevelConfigurationExempt.DeepCopy()
+	exempt.Spec.Limited = queuing(8, 4, 50).Spec.Limited
 	for _, tc := range []struct{ got, want string }{
+		{ValidatePriorityLevelConfiguration(exempt).ToAggregate().Error(), "spec: Invalid value: "},
+		{ValidatePriorityLevelConfiguration(exempt).ToAggregate().Error(), "spec of 'exempt' except the 'spec.exempt' field must equal the fixed value"},
+		{ValidatePriorityLevelConfiguration(queuing(512, 8, 100)).ToAggregate().Error(), "required entropy bits of deckSize 512 and handSize 8 should not be greater than 60"},
 		{ValidateFlowSchema(fs).ToAggregate().Error(), "spec.matchingPrecedence: Invalid value: 1: only the schema named 'exempt' may have matchingPrecedence 1"},
 		{ValidateFlowSchema(fs).ToAggregate().Error(), `spec.rules[0].nonResourceRules[0].nonResourceURLs[0]: Invalid value: "/a*": wildcard can only do suffix matching`},
 		{ValidatePriorityLevelConfiguration(pl).ToAggregate().Error(), "spec.limited.limitResponse.queuing.handSize: Invalid value: 9: should not be greater than queues (8)"},

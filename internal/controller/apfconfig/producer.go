@@ -124,9 +124,9 @@ func pointers[T any](items []T) []*T {
 	return out
 }
 
-// Ensure runs one round: the suggested objects, then the mandatory ones (which win where an
-// admin made a suggested object out of a mandatory name), then the removal of objects bootstrap
-// no longer has. Priority levels go first so a new flow schema never points at a missing level.
+// Ensure runs one round, as upstream orders it: the suggested objects, the mandatory ones, then
+// the removal of objects bootstrap no longer has. Priority levels go first, so a new flow schema
+// never points at a level that is not there yet.
 func (p *Producer) Ensure(ctx context.Context) error {
 	return errors.Join(ensure(ctx, p.priorityLevels), ensure(ctx, p.flowSchemas))
 }

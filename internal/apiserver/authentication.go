@@ -11,6 +11,7 @@ import (
 	"github.com/idplane/idplane/internal/authn/bootstraptoken"
 	"github.com/idplane/idplane/internal/authn/jwt"
 	"github.com/idplane/idplane/internal/clusterinfo"
+	"github.com/idplane/idplane/internal/stackreserve"
 )
 
 // authentication puts the request authenticator together: client certificates of the serving
@@ -47,10 +48,12 @@ func (a *assembly) authentication(closers *closerStack) (tokenParts, error) {
 		config.AnonymousGets = []string{clusterinfo.Path}
 	}
 	a.cfg.Authentication.APIAudiences = a.in.tokens.audiences
-	a.cfg.Authentication.Authenticator, err = authn.New(config)
+	authenticator, err := authn.New(config)
 	if err != nil {
 		return tokenParts{}, err
 	}
+	// Authentication is the first thing the goroutine of the library's timeout filter does.
+	a.cfg.Authentication.Authenticator = stackreserve.Authenticator(authenticator)
 	return tokens, nil
 }
 

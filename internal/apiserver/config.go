@@ -19,6 +19,7 @@ import (
 
 	generated "github.com/idplane/idplane/internal/generated/openapi"
 	"github.com/idplane/idplane/internal/managedfields"
+	"github.com/idplane/idplane/internal/stackreserve"
 	"github.com/idplane/idplane/internal/version"
 )
 
@@ -31,7 +32,7 @@ func newServerConfig(o *Options, in buildInput) (*genericapiserver.Config, error
 	cfg.FeatureGate = utilfeature.DefaultFeatureGate
 	cfg.RequestTimeout = o.RequestTimeout
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(withAnswerMargin(h), c)
+		return stackreserve.Handler(genericapiserver.DefaultBuildHandlerChain(withAnswerMargin(h), c))
 	}
 	if err := o.Audit.ApplyTo(cfg); err != nil {
 		return nil, err

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 var (
@@ -36,7 +35,7 @@ const memNodes = 100
 //
 //	go test -run '^$' -bench BenchmarkPopulatedHeap -benchtime 1x ./internal/apiserver/
 func BenchmarkPopulatedHeap(b *testing.B) {
-	ts := startBenchServer(b)
+	ts := startBenchServer(b, nil)
 	ctx := b.Context()
 	populate(b, ctx, ts.client, *memObjects)
 	waitGraphCaughtUp(b, ctx, ts.client)
@@ -59,36 +58,6 @@ func BenchmarkPopulatedHeap(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// startBenchServer is startTestServer for a benchmark.
-func startBenchServer(b *testing.B) *testServer {
-	b.Helper()
-	o := NewOptions()
-	o.DataDir = b.TempDir()
-	o.SecurePort = 0
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := Start(ctx, o)
-	if err != nil {
-		cancel()
-		b.Fatalf("starting server: %v", err)
-	}
-	ts := &testServer{Server: srv, dataDir: o.DataDir, cancel: cancel}
-	b.Cleanup(ts.stop)
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.AdminKubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, -1
-	ts.config, ts.client = cfg, kubernetes.NewForConfigOrDie(cfg)
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := ts.client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		b.Fatalf("server not ready: %v", err)
-	}
-	return ts
 }
 
 // populate creates the nodes, n secrets and n pods each mounting its own secret, with 16

@@ -138,7 +138,7 @@ func BenchmarkWatchMemory(b *testing.B) {
 	// The secret mode's watches are 10 per node plus kube-root-ca.crt's.
 	for _, mode := range []string{"secret-per-object", "nodereadables"} {
 		b.Run(mode, func(b *testing.B) {
-			ts := startBenchServer(b)
+			ts := startBenchServer(b, nil)
 			ctx := b.Context()
 			populate(b, ctx, ts.client, memNodes*benchPodsPerNode)
 			waitGraphCaughtUp(b, ctx, ts.client)
@@ -216,7 +216,7 @@ func BenchmarkWatchMemory(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkNodeReadablesEvents -benchtime 5000x ./internal/apiserver/
 func BenchmarkNodeReadablesEvents(b *testing.B) {
-	ts := startBenchServer(b)
+	ts := startBenchServer(b, nil)
 	ctx := b.Context()
 	populate(b, ctx, ts.client, memNodes*benchPodsPerNode)
 	waitGraphCaughtUp(b, ctx, ts.client)

@@ -6,7 +6,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
-	"net/http"
 	"testing"
 	"time"
 
@@ -17,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/idplane/idplane/internal/certificates/podcert"
 )
@@ -28,36 +25,8 @@ import (
 // of 100 (throughput; one op is a burst). issued/s is the figure to set beside a third-party
 // signer's rate.
 func BenchmarkPodCertificateIssuance(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	o := NewOptions()
-	o.DataDir, o.SecurePort = b.TempDir(), 0
-	srv, err := Start(ctx, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { cancel(); _ = srv.Wait() }()
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.AdminKubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, -1
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := httpClient.Get(cfg.Host + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		b.Fatal("server not ready")
-	}
-	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	client := startBenchServer(b, nil).client
 	template := benchRequest(b, ctx, client)
 	pcrs := client.CertificatesV1().PodCertificateRequests("default")
 

@@ -9,8 +9,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // processCPU is the user+system CPU time the whole process (server and client) has used.
@@ -39,23 +37,8 @@ func loopWithCPU(b *testing.B, op func() error) {
 // HTTPS with the admin certificate. Run with -cpu 1 and read cpu-µs/op, which counts the server
 // and the client together.
 func BenchmarkReviews(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	o := NewOptions()
-	o.DataDir, o.SecurePort = b.TempDir(), 0
-	o.FlowControl.EnablePriorityAndFairness = *benchAPF
-	srv, err := Start(ctx, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { cancel(); _ = srv.Wait() }()
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.AdminKubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, -1
-	waitReady(b, cfg)
-	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	client := startBenchServer(b, func(o *Options) { o.FlowControl.EnablePriorityAndFairness = *benchAPF }).client
 	sa := ensureServiceAccount(b, client, "default", "reviews-bench").Name
 	tr, err := client.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // BenchmarkTokenRequest issues tokens bound only to their service account over HTTPS with the
@@ -43,23 +42,8 @@ func BenchmarkTokenRequest(b *testing.B) {
 }
 
 func benchmarkTokenRequest(b *testing.B, signingKeyFile string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	o := NewOptions()
-	o.DataDir, o.SecurePort = b.TempDir(), 0
-	o.ServiceAccounts.SigningKeyFile = signingKeyFile
-	srv, err := Start(ctx, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { cancel(); _ = srv.Wait() }()
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.AdminKubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, -1
-	waitReady(b, cfg)
-	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	client := startBenchServer(b, func(o *Options) { o.ServiceAccounts.SigningKeyFile = signingKeyFile }).client
 	sa := ensureServiceAccount(b, client, "default", "tokenrequest-bench").Name
 	request := func() error {
 		_, err := client.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/util/dryrun"
 	"k8s.io/apiserver/pkg/warning"
+
+	"github.com/idplane/idplane/internal/stackreserve"
 )
 
 // serve answers one create. Up to the point where the object is audited, every refusal is left to
@@ -126,6 +128,8 @@ func (e *endpoint) serve(w http.ResponseWriter, req *http.Request, library http.
 	}
 	attrs := admission.NewAttributesRecord(obj, nil, scope.Kind, namespace, name, scope.Resource, scope.Subresource, admission.Create, options, dryrun.IsDryRun(options.DryRun), userInfo)
 	result, err := finisher.FinishRequest(ctx, func() (runtime.Object, error) {
+		// The storage call runs on a goroutine of its own; grow its stack while it is shallow.
+		stackreserve.Reserve()
 		if mutating, ok := admit.(admission.MutationInterface); ok && mutating.Handles(admission.Create) {
 			if err := mutating.Admit(ctx, attrs, scope); err != nil {
 				return nil, err

@@ -5,12 +5,13 @@ import (
 	"crypto"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+	josejson "github.com/go-jose/go-jose/v4/json"
 	"github.com/go-jose/go-jose/v4/jwt"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -116,12 +117,28 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, raw string) (*aut
 }
 
 // parse verifies the signature of a token of an accepted issuer and decodes its claims; it
-// answers (nil, false, nil) for a token of another issuer.
+// answers (nil, false, nil) for a token of another issuer. The claims are decoded once, from the
+// payload the signature is then checked over.
 func (a *Authenticator) parse(ctx context.Context, raw string) (*verifiedClaims, bool, error) {
 	// Another issuer's token is left to the JWT issuers after this authenticator, whatever its
 	// length: an identity provider's token with many group claims may be long. Only the issuer
-	// claim is decoded before the length of one of ours is bounded.
-	iss, ok := unverifiedIssuer(raw)
+	// claim is decoded before the length of one of ours is bounded, or when the token does not
+	// parse as one of ours.
+	var tok *jose.JSONWebSignature
+	claims := &tokenClaims{}
+	if len(raw) <= MaxTokenLength {
+		var err error
+		if tok, err = jose.ParseSignedCompact(raw, acceptedAlgorithms); err == nil {
+			err = josejson.Unmarshal(tok.UnsafePayloadWithoutVerification(), claims)
+		}
+		if err != nil {
+			tok = nil
+		}
+	}
+	iss, ok := claims.Issuer, claims.Issuer != ""
+	if tok == nil {
+		iss, ok = unverifiedIssuer(raw)
+	}
 	if !ok || (iss != LegacyIssuer && !a.issuers.Has(iss)) {
 		// Another authenticator may take the token, so this is not an error; the request's log
 		// line then says only "invalid bearer token", and this says why it was not one of ours
@@ -136,22 +153,49 @@ func (a *Authenticator) parse(ctx context.Context, raw string) (*verifiedClaims,
 	if len(raw) > MaxTokenLength {
 		return nil, false, fmt.Errorf("service account token is %d bytes long, more than %d", len(raw), MaxTokenLength)
 	}
-	tok, err := jwt.ParseSigned(raw, acceptedAlgorithms)
-	if err != nil {
-		return nil, false, fmt.Errorf("malformed service account token: %w", err)
-	}
-	v := &verifiedClaims{}
-	if iss == LegacyIssuer {
-		v.legacy = &legacyClaims{}
-		if v.key, err = a.verify(ctx, tok, &v.public, v.legacy); err != nil {
-			return nil, false, err
+	if tok == nil {
+		// Say why it did not parse.
+		if _, err := jose.ParseSignedCompact(raw, acceptedAlgorithms); err != nil {
+			return nil, false, fmt.Errorf("malformed service account token: %w", err)
 		}
-		return v, true, nil
+		return nil, false, errors.New("malformed service account token: its claims do not decode")
 	}
-	if v.key, err = a.verify(ctx, tok, &v.public, &v.bound); err != nil {
+	v := &verifiedClaims{public: claims.Claims}
+	if iss == LegacyIssuer {
+		v.legacy = &claims.legacyClaims
+	} else {
+		v.bound = claims.privateClaims
+	}
+	var err error
+	if v.key, err = a.verify(ctx, tok); err != nil {
 		return nil, false, err
 	}
 	return v, true, nil
+}
+
+// tokenClaims are every claim this authenticator reads, decoded in one pass as go-jose's jwt
+// package decodes them (field names match exactly).
+type tokenClaims struct {
+	jwt.Claims
+	privateClaims
+	legacyClaims
+}
+
+// unverifiedIssuer reads "iss" from a compact JWS (three parts) without verifying it, only to
+// decide whether a token that is not one of ours in form is one this authenticator answers for.
+func unverifiedIssuer(raw string) (string, bool) {
+	parts := strings.SplitN(raw, ".", 3)
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", false
+	}
+	var claims struct {
+		Issuer string `json:"iss"`
+	}
+	if err := josejson.Unmarshal(payload, &claims); err != nil || claims.Issuer == "" {
+		return "", false
+	}
+	return claims.Issuer, true
 }
 
 // authenticateVerified runs every check that depends on more than the token's bytes.
@@ -162,44 +206,28 @@ func (a *Authenticator) authenticateVerified(ctx context.Context, raw string, v 
 	return a.authenticateBound(ctx, &v.public, &v.bound)
 }
 
-// unverifiedIssuer reads "iss" from a compact JWS (three parts) without verifying it, only to decide
-// whether the token is one this authenticator answers for.
-func unverifiedIssuer(raw string) (string, bool) {
-	parts := strings.Split(raw, ".")
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return "", false
-	}
-	var claims struct {
-		Issuer string `json:"iss"`
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil || claims.Issuer == "" {
-		return "", false
-	}
-	return claims.Issuer, true
-}
-
 var errBadSignature = errors.New("service account token signature is invalid")
 
 // verify checks the signature with the key the token names, or with every accepted key when it
-// names none, decodes the claims and returns the key that verified them.
-func (a *Authenticator) verify(ctx context.Context, tok *jwt.JSONWebToken, claims ...any) (PublicKey, error) {
-	if len(tok.Headers) != 1 {
+// names none, and returns the key that verified it. The signature covers the payload the claims
+// were decoded from: go-jose verifies the bytes it parsed.
+func (a *Authenticator) verify(ctx context.Context, tok *jose.JSONWebSignature) (PublicKey, error) {
+	if len(tok.Signatures) != 1 {
 		return PublicKey{}, errors.New("service account token must have exactly one signature")
 	}
-	kid := tok.Headers[0].KeyID
+	kid := tok.Signatures[0].Header.KeyID
 	if kid != "" {
 		k, ok := a.keys.Lookup(ctx, kid)
 		if !ok {
 			return PublicKey{}, fmt.Errorf("service account token is signed by key %q, which is not an accepted key", kid)
 		}
-		if err := tok.Claims(k.Key, claims...); err != nil {
+		if _, err := tok.Verify(k.Key); err != nil {
 			return PublicKey{}, errBadSignature
 		}
 		return k, nil
 	}
 	for _, k := range a.keys.Accepted() {
-		if err := tok.Claims(k.Key, claims...); err == nil {
+		if _, err := tok.Verify(k.Key); err == nil {
 			return k, nil
 		}
 	}

@@ -327,6 +327,26 @@ func TestAuthenticateRejects(t *testing.T) {
 			c["pad"] = strings.Repeat("x", MaxTokenLength)
 			return signRaw(t, f.keys.Signing, f.keys.signingKey().ID, jose.ES256, c)
 		}, nil, nil, "more than 16384"},
+		// The claims are decoded once, as go-jose's jwt package decodes them.
+		{"claims of the wrong type", func() string {
+			c := bound(testIssuer, []string{testIssuer}, testNow)
+			c["exp"] = "tomorrow"
+			return signRaw(t, f.keys.Signing, f.keys.signingKey().ID, jose.ES256, c)
+		}, nil, nil, "claims do not decode"},
+		{"another issuer's claims of other types", func() string {
+			c := bound("https://idp.example", []string{testIssuer}, testNow)
+			c["exp"], c["kubernetes.io"] = "tomorrow", "x"
+			return signRaw(t, f.keys.Signing, f.keys.signingKey().ID, jose.ES256, c)
+		}, nil, nil, ""},
+		{"another issuer's token in an algorithm not ours", func() string {
+			return signRaw(t, []byte("0123456789abcdef0123456789abcdef"), "", jose.HS256, bound("https://idp.example", []string{testIssuer}, testNow))
+		}, nil, nil, ""},
+		{"issuer claim in other letter case", func() string {
+			c := bound(testIssuer, []string{testIssuer}, testNow)
+			delete(c, "iss")
+			c["ISS"] = testIssuer
+			return signRaw(t, f.keys.Signing, f.keys.signingKey().ID, jose.ES256, c)
+		}, nil, nil, ""},
 		// An identity provider's long token is the JWT issuers' to judge, after this authenticator.
 		{"over-long, another issuer's", func() string {
 			c := bound("https://idp.example", []string{testIssuer}, testNow)

@@ -142,8 +142,9 @@ type TokenRequest struct {
 
 // Token is a signed token and what a caller reports about it.
 type Token struct {
-	Raw     string
-	Expires time.Time
+	Raw string
+	// Issued is the token's "iat" (and "nbf"), Expires its "exp".
+	Issued, Expires time.Time
 	// ID is the "jti", which the authenticator reports as the credential ID.
 	ID string
 }
@@ -176,7 +177,7 @@ func (i *Issuer) Issue(ctx context.Context, r TokenRequest) (Token, error) {
 		return Token{}, fmt.Errorf("signing token for service account %s/%s: %w", sa.Namespace, sa.Name, err)
 	}
 	signingDuration.Observe(i.clock.Since(start).Seconds())
-	return Token{Raw: raw, Expires: exp, ID: id}, nil
+	return Token{Raw: raw, Issued: now, Expires: exp, ID: id}, nil
 }
 
 // IssueLegacy signs a token that never expires, for a kubernetes.io/service-account-token secret;

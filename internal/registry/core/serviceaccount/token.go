@@ -171,6 +171,8 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	}
 	audit.AddAuditAnnotation(ctx, apiserviceaccount.IssuedCredentialIDAuditAnnotationKey, "JTI="+tok.ID)
 	out := req.DeepCopy()
+	// As upstream, the answer says when it was made: here, when the token was issued.
+	out.CreationTimestamp = metav1.NewTime(tok.Issued)
 	out.Status = authenticationv1.TokenRequestStatus{Token: tok.Raw, ExpirationTimestamp: metav1.NewTime(tok.Expires)}
 	return out, nil
 }

@@ -7,8 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // startBenchServer is startTestServer for a benchmark: a server on a fresh data directory,
@@ -17,28 +15,8 @@ import (
 // stops the server when the benchmark ends.
 func startBenchServer(b *testing.B, configure func(*Options)) *testServer {
 	b.Helper()
-	o := NewOptions()
-	o.DataDir = b.TempDir()
-	o.SecurePort = 0
-	if configure != nil {
-		configure(o)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := Start(ctx, o)
-	if err != nil {
-		cancel()
-		b.Fatalf("starting server: %v", err)
-	}
-	ts := &testServer{Server: srv, dataDir: o.DataDir, cancel: cancel}
-	b.Cleanup(ts.stop)
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.AdminKubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = -1, -1
-	ts.config, ts.client = cfg, kubernetes.NewForConfigOrDie(cfg)
-	waitReady(b, cfg)
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	ts := startTestServer(b, b.TempDir(), configure)
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := ts.client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})

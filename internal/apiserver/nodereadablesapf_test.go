@@ -48,3 +48,45 @@ func TestNodeReadablesWatchFreesItsSeat(t *testing.T) {
 		return nil
 	})
 }
+
+// TestNodeReadablesPlainWatch: a watch from "now" (resourceVersion unset or "0", as kubectl get
+// -w asks), which the library turns into one with initial events but no bookmarks, gets the
+// node's items and then stays open: no end-of-initial-events bookmark, which the library's
+// handler takes only on a watch-list (it reset the stream on a nil hook before).
+func TestNodeReadablesPlainWatch(t *testing.T) {
+	s := startRBACServer(t)
+	ctx := context.Background()
+	mustCreate(t, s.client.CoreV1().Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s1"}})
+	ensureServiceAccount(t, s.client, "default", "default")
+	mustCreate(t, s.client.CoreV1().Pods("default").Create, newPod("p", onNode("node1"), withSecretVolume("s1")))
+	node1 := newReadablesClient(t, s.userConfig(t, "system:node:node1", "system:nodes"))
+	for _, rv := range []string{"", "0"} {
+		w, err := node1.watch(ctx, "", metav1.ListOptions{FieldSelector: forNode("node1").FieldSelector, ResourceVersion: rv})
+		if err != nil {
+			t.Fatalf("watch from %q: %v", rv, err)
+		}
+		// The node's two items (its pod's secret and kube-root-ca.crt), then a change.
+		for range 2 {
+			if ev := <-w.ResultChan(); ev.Type != watch.Added {
+				t.Fatalf("watch from %q: %v %+v, want the node's items ADDED", rv, ev.Type, ev.Object)
+			}
+		}
+		mustUpdateSecretData(t, s.testServer, "default", "s1")
+		if ev := <-w.ResultChan(); ev.Type != watch.Modified {
+			t.Fatalf("watch from %q: %v %+v after the secret changed, want MODIFIED", rv, ev.Type, ev.Object)
+		}
+		w.Stop()
+	}
+}
+
+func mustUpdateSecretData(t *testing.T, s *testServer, namespace, name string) {
+	t.Helper()
+	sec, err := s.client.CoreV1().Secrets(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data = map[string][]byte{"k": []byte(sec.ResourceVersion)}
+	if _, err := s.client.CoreV1().Secrets(namespace).Update(context.Background(), sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -154,7 +154,10 @@ func (s *REST) Watch(ctx context.Context, opts *metainternalversion.ListOptions)
 	rv := opts.ResourceVersion
 	switch {
 	case opts.SendInitialEvents != nil && *opts.SendInitialEvents:
-		st.initial, st.endMarker = true, true
+		// The library turns a plain watch from "now" (resourceVersion unset or "0") into this
+		// case too; only a client that takes bookmarks is told where the initial events end, as
+		// the watch cache does (the library's handler expects the marker on watch-lists alone).
+		st.initial, st.endMarker = true, opts.AllowWatchBookmarks
 	case rv == "" || rv == "0":
 		st.initial = opts.SendInitialEvents == nil
 	default:

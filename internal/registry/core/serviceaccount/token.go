@@ -167,6 +167,11 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	}
 	tok, err := r.config.Issuer.Issue(ctx, issue)
 	if err != nil {
+		// A signer still working when the request's time ran out is a timeout, as the library's
+		// filter says at the deadline itself (the handler's context ends a little before it).
+		if ctx.Err() != nil {
+			return nil, apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within the allotted timeout: %v", err), 0)
+		}
 		return nil, apierrors.NewInternalError(err)
 	}
 	audit.AddAuditAnnotation(ctx, apiserviceaccount.IssuedCredentialIDAuditAnnotationKey, "JTI="+tok.ID)

@@ -27,8 +27,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	nodev1alpha1 "github.com/idplane/idplane/api/node/v1alpha1"
+	"github.com/idplane/idplane/internal/agent/clockwait"
 	"github.com/idplane/idplane/internal/managedfields"
 )
 
@@ -159,10 +161,8 @@ func (c *Cache) discoverReadables(ctx context.Context, client kubernetes.Interfa
 		}
 		delay := backoff.Step()
 		klog.FromContext(ctx).Info("Discovery of the node's bulk watch failed, asking again", "err", err, "retryIn", delay)
-		select {
-		case <-ctx.Done():
+		if !clockwait.Sleep(ctx, clock.RealClock{}, delay) {
 			return false, ctx.Err()
-		case <-time.After(delay):
 		}
 	}
 }

@@ -155,15 +155,7 @@ func TestFlowControlAPI(t *testing.T) {
 // does not matter: the filter classifies before authorization.
 func pfHeaders(t *testing.T, cfg *rest.Config, path string) (flowSchema, priorityLevel string) {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := client.Get(cfg.Host + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := rawGet(t, cfg, path)
 	return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID), resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID)
 }
 
@@ -263,6 +255,13 @@ func TestMaxInFlightWithoutPriorityAndFairness(t *testing.T) {
 
 func getCode(t *testing.T, cfg *rest.Config, path string) int {
 	t.Helper()
+	return rawGet(t, cfg, path).StatusCode
+}
+
+// rawGet GETs path with cfg's credentials and returns the answer, its body closed: for what the
+// filters put in the status line and headers.
+func rawGet(t *testing.T, cfg *rest.Config, path string) *http.Response {
+	t.Helper()
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +271,7 @@ func getCode(t *testing.T, cfg *rest.Config, path string) int {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	return resp.StatusCode
+	return resp
 }
 
 // TestAPFConfigSurvivesRestart: an admin's edit of a suggested object with autoupdate "false"

@@ -90,15 +90,22 @@ func forNode(node string) metav1.ListOptions {
 	return metav1.ListOptions{FieldSelector: nodev1alpha1.NodeNameField + "=" + node}
 }
 
-// TestNodeReadablesRefuseOthers: every request names one node by field selector and comes from
-// that node; nobody else, cluster-admin included, reads a node's stream; a get is not served.
-func TestNodeReadablesRefuseOthers(t *testing.T) {
+// startNodeWithSecret starts a server where pod default/p on node1 mounts secret s1, and returns
+// node1's nodereadables client.
+func startNodeWithSecret(t *testing.T) (*rbacServer, readablesClient) {
+	t.Helper()
 	s := startRBACServer(t)
-	ctx := context.Background()
 	mustCreate(t, s.client.CoreV1().Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s1"}})
 	ensureServiceAccount(t, s.client, "default", "default")
 	mustCreate(t, s.client.CoreV1().Pods("default").Create, newPod("p", onNode("node1"), withSecretVolume("s1")))
-	node1 := newReadablesClient(t, s.userConfig(t, "system:node:node1", "system:nodes"))
+	return s, newReadablesClient(t, s.userConfig(t, "system:node:node1", "system:nodes"))
+}
+
+// TestNodeReadablesRefuseOthers: every request names one node by field selector and comes from
+// that node; nobody else, cluster-admin included, reads a node's stream; a get is not served.
+func TestNodeReadablesRefuseOthers(t *testing.T) {
+	s, node1 := startNodeWithSecret(t)
+	ctx := context.Background()
 	admin := newReadablesClient(t, s.config)
 	eventually(t, "node1 lists its secret", func() error {
 		l, err := node1.list(ctx, "", forNode("node1"))

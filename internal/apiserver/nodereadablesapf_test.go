@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -15,12 +14,8 @@ import (
 // serve, must say when its start is done, or every node would hold a seat of the system level
 // for as long as it runs and a fleet would exhaust it.
 func TestNodeReadablesWatchFreesItsSeat(t *testing.T) {
-	s := startRBACServer(t)
+	s, node1 := startNodeWithSecret(t)
 	ctx := context.Background()
-	mustCreate(t, s.client.CoreV1().Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s1"}})
-	ensureServiceAccount(t, s.client, "default", "default")
-	mustCreate(t, s.client.CoreV1().Pods("default").Create, newPod("p", onNode("node1"), withSecretVolume("s1")))
-	node1 := newReadablesClient(t, s.userConfig(t, "system:node:node1", "system:nodes"))
 
 	initial := true
 	for _, opts := range []metav1.ListOptions{
@@ -54,12 +49,8 @@ func TestNodeReadablesWatchFreesItsSeat(t *testing.T) {
 // node's items and then stays open: no end-of-initial-events bookmark, which the library's
 // handler takes only on a watch-list (it reset the stream on a nil hook before).
 func TestNodeReadablesPlainWatch(t *testing.T) {
-	s := startRBACServer(t)
+	s, node1 := startNodeWithSecret(t)
 	ctx := context.Background()
-	mustCreate(t, s.client.CoreV1().Secrets("default").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s1"}})
-	ensureServiceAccount(t, s.client, "default", "default")
-	mustCreate(t, s.client.CoreV1().Pods("default").Create, newPod("p", onNode("node1"), withSecretVolume("s1")))
-	node1 := newReadablesClient(t, s.userConfig(t, "system:node:node1", "system:nodes"))
 	for _, rv := range []string{"", "0"} {
 		w, err := node1.watch(ctx, "", metav1.ListOptions{FieldSelector: forNode("node1").FieldSelector, ResourceVersion: rv})
 		if err != nil {

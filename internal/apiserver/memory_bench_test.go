@@ -46,6 +46,7 @@ func BenchmarkPopulatedHeap(b *testing.B) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-inuse-MiB")
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-live-MiB")
 	b.ReportMetric(float64(rssBytes(b))/(1<<20), "rss-MiB")
 	b.ReportMetric(0, "ns/op")
 	if *memHeapProfile != "" {

@@ -151,28 +151,58 @@ func Register(s *runtime.Scheme) error {
 // fieldSet returns the kind's fields for obj, or every selectable name with empty values when obj
 // is nil.
 func (k kind) fieldSet(obj runtime.Object) fields.Set {
-	set := fields.Set{}
-	if k.extra != nil {
-		if obj == nil {
+	if obj == nil {
+		set := fields.Set{"metadata.name": ""}
+		if k.namespaced {
+			set["metadata.namespace"] = ""
+		}
+		if k.extra != nil {
 			for name := range k.extra(k.example) {
 				set[name] = ""
 			}
-		} else {
-			set = k.extra(obj)
+		}
+		return set
+	}
+	var extra fields.Set
+	if k.extra != nil {
+		extra = k.extra(obj)
+	}
+	var name, namespace string
+	if m, err := meta.Accessor(obj); err == nil {
+		name, namespace = m.GetName(), m.GetNamespace()
+	}
+	return sparse(extra, name, k.namespaced, namespace)
+}
+
+// sparse is the set the watch cache keeps beside every object for as long as it holds it: only
+// the fields with a value, in a map sized for them. A selector reads a field that is absent as
+// empty (fields.Set.Get), so "f=" and "f!=" match as they would with the empty value present,
+// and a pod's set, whose status fields are mostly empty, fits the map's smallest size (8) instead
+// of growing into a table twice as large.
+func sparse(extra fields.Set, name string, namespaced bool, namespace string) fields.Set {
+	n := 0
+	for _, v := range extra {
+		if v != "" {
+			n++
 		}
 	}
-	set["metadata.name"] = ""
-	if k.namespaced {
-		set["metadata.namespace"] = ""
+	if name != "" {
+		n++
 	}
-	if obj != nil {
-		m, err := meta.Accessor(obj)
-		if err == nil {
-			set["metadata.name"] = m.GetName()
-			if k.namespaced {
-				set["metadata.namespace"] = m.GetNamespace()
-			}
+	if namespaced && namespace != "" {
+		n++
+	}
+	set := make(fields.Set, n)
+	for f, v := range extra {
+		if v != "" {
+			set[f] = v
 		}
+	}
+	if name != "" {
+		set["metadata.name"] = name
+	}
+	if namespaced && namespace != "" {
+		set["metadata.namespace"] = namespace
 	}
 	return set
 }

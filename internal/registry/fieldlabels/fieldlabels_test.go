@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -86,6 +87,47 @@ func TestRegisterAcceptsOnlyKnownLabels(t *testing.T) {
 		_, _, err := s.ConvertFieldLabel(pod, tc.label, "x")
 		if (err == nil) != tc.ok {
 			t.Errorf("pod field label %q: err %v, want accepted=%v", tc.label, err, tc.ok)
+		}
+	}
+}
+
+// TestEmptyFieldsMatchAsEmpty pins that leaving empty values out of the stored set changes no
+// selector's answer: every field a pod's selectors may name, with "=" and "!=", against the
+// empty value and a set one, answers as it would against the full set.
+func TestEmptyFieldsMatchAsEmpty(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec:       corev1.PodSpec{NodeName: "n1", RestartPolicy: corev1.RestartPolicyAlways, SchedulerName: "default-scheduler", ServiceAccountName: "default"},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	_, sparse, err := AttrsFunc(corev1.SchemeGroupVersion.WithKind("Pod"))(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sparse) > 8 {
+		t.Errorf("a pod without status IPs keeps %d fields, want at most 8 (one map group): %v", len(sparse), sparse)
+	}
+	full := fields.Set{
+		"metadata.name": "p", "metadata.namespace": "ns", "spec.nodeName": "n1", "spec.restartPolicy": "Always",
+		"spec.schedulerName": "default-scheduler", "spec.serviceAccountName": "default", "spec.hostNetwork": "false",
+		"status.phase": "Pending", "status.podIP": "", "status.nominatedNodeName": "",
+	}
+	for name, value := range full {
+		for _, v := range []string{"", value, "other"} {
+			for _, op := range []string{"=", "!="} {
+				sel, err := fields.ParseSelector(name + op + v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := sel.Matches(sparse), sel.Matches(full); got != want {
+					t.Errorf("%s matches the stored set: %v, the full set: %v", sel, got, want)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"spec.hostNetwork", "status.phase", "spec.nodeName"} {
+		if sparse[name] != full[name] {
+			t.Errorf("%s = %q, want %q", name, sparse[name], full[name])
 		}
 	}
 }

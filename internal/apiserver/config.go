@@ -18,7 +18,6 @@ import (
 	"k8s.io/component-base/compatibility"
 
 	generated "github.com/idplane/idplane/internal/generated/openapi"
-	"github.com/idplane/idplane/internal/managedfields"
 	"github.com/idplane/idplane/internal/stackreserve"
 	"github.com/idplane/idplane/internal/version"
 )
@@ -103,7 +102,7 @@ func newLoopback(config *rest.Config) (loopback, error) {
 }
 
 // newInformerFactory is how the server's parts get their informers: without managed fields,
-// which none of them reads.
+// which none of them reads, and with pods slimmed to what their readers read (informerTransform).
 func newInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
-	return informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithTransform(managedfields.Drop))
+	return informers.NewSharedInformerFactoryWithOptions(client, 10*time.Minute, informers.WithTransform(informerTransform))
 }

@@ -1,0 +1,81 @@
+// Package podview is the pod as the server's in-process readers keep it in their shared
+// informer: everything they read, and not the rest of the spec.
+//
+// The readers of the shared pod informer are the Node authorizer's graph (every reference
+// podwalk reports, the pod's annotations, UID, node and ephemeral container count), the service
+// account token authenticator and its cache (name, namespace, UID, deletion), NodeRestriction
+// (node, service account, UID, projected token audiences and pod certificate signers) and the
+// node lifecycle controller (node, status). None reads a container's image, command, ports,
+// resources, probes or mounts, nor the pod's scheduling constraints; those are most of a pod's
+// decoded bytes, and the informer keeps one copy of every pod in the cluster.
+//
+// Metadata and status are kept whole: the node lifecycle controller writes a pod's status back
+// from its informer copy, and the status subresource takes the spec from the stored pod but
+// labels and annotations from the request.
+package podview
+
+import corev1 "k8s.io/api/core/v1"
+
+// Slim drops, in place, what no reader of the shared pod informer reads. It is meant for a pod
+// the informer has just decoded and owns; calling it again changes nothing.
+func Slim(pod *corev1.Pod) {
+	s := &pod.Spec
+	for i := range s.InitContainers {
+		slimContainer(&s.InitContainers[i])
+	}
+	for i := range s.Containers {
+		slimContainer(&s.Containers[i])
+	}
+	for i := range s.EphemeralContainers {
+		slimContainer((*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	for i := range s.Volumes {
+		slimVolume(&s.Volumes[i].VolumeSource)
+	}
+	s.NodeSelector = nil
+	s.Affinity = nil
+	s.Tolerations = nil
+	s.SecurityContext = nil
+	s.HostAliases = nil
+	s.DNSConfig = nil
+	s.ReadinessGates = nil
+	s.TopologySpreadConstraints = nil
+	s.Overhead = nil
+	s.SchedulingGates = nil
+	s.Resources = nil
+}
+
+// slimContainer keeps a container's name and the environment's references (podwalk reads
+// env[].valueFrom and envFrom), not literal values.
+func slimContainer(c *corev1.Container) {
+	for i := range c.Env {
+		c.Env[i].Value = ""
+	}
+	*c = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}
+}
+
+// slimVolume drops the key-to-path lists of the sources that have them: which keys a volume
+// projects where is the node's business, not a reader's here; the object a source names, and
+// the source itself, stay.
+func slimVolume(v *corev1.VolumeSource) {
+	switch {
+	case v.Secret != nil:
+		v.Secret.Items = nil
+	case v.ConfigMap != nil:
+		v.ConfigMap.Items = nil
+	case v.DownwardAPI != nil:
+		v.DownwardAPI.Items = nil
+	case v.Projected != nil:
+		for i := range v.Projected.Sources {
+			src := &v.Projected.Sources[i]
+			switch {
+			case src.Secret != nil:
+				src.Secret.Items = nil
+			case src.ConfigMap != nil:
+				src.ConfigMap.Items = nil
+			case src.DownwardAPI != nil:
+				src.DownwardAPI.Items = nil
+			}
+		}
+	}
+}

@@ -232,14 +232,12 @@ func (c *Controller) markPodsNotReady(ctx context.Context, nodeName string, now 
 	var errs []error
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
-		status, changed := podNotReady(pod, now)
-		if !changed {
+		if _, changed := podNotReady(pod, now); !changed {
 			continue
 		}
-		p := pod.DeepCopy()
-		p.Status = status
-		_, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		wrote, err := c.writeNotReady(ctx, pod, now)
 		switch {
+		case err == nil && !wrote:
 		case err == nil:
 			klog.V(2).InfoS("Marked pod not ready", "pod", klog.KObj(pod), "node", nodeName)
 			c.podEvent(pod, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready")
@@ -249,6 +247,30 @@ func (c *Controller) markPodsNotReady(ctx context.Context, nodeName string, now 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// writeNotReady marks the stored pod not ready. It starts from the stored pod, not the
+// informer's copy: a server's shared informer may keep only part of a pod (idplane's keeps no
+// labels, for one), and the status subresource keeps the request's labels and annotations. A
+// pod replaced under the same name since the informer saw it is left to the next pass. It says
+// whether it wrote.
+func (c *Controller) writeNotReady(ctx context.Context, cached *corev1.Pod, now time.Time) (bool, error) {
+	pod, err := c.client.CoreV1().Pods(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	if pod.UID != cached.UID {
+		return false, nil
+	}
+	status, changed := podNotReady(pod, now)
+	if !changed {
+		return false, nil
+	}
+	pod.Status = status
+	if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (c *Controller) nodeEvent(node *corev1.Node, kind, reason, format string, args ...any) {

@@ -279,3 +279,61 @@ func wantEvents(t *testing.T, events *record.FakeRecorder, want ...string) {
 		}
 	}
 }
+
+// The controller marks a pod from the stored pod, not from its informer copy, which a server may
+// keep only in part (idplane's shared informer keeps no labels, image or tolerations): what the
+// copy lacks stays stored.
+func TestPodIsMarkedFromTheStoredPod(t *testing.T) {
+	pod := readyPod("web", "node1")
+	pod.UID = "uid-web"
+	pod.Labels = map[string]string{"app": "web"}
+	pod.Annotations = map[string]string{"note": "kept"}
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}
+	h := newHarness(t, readyNode("node1"), nodeLease("node1"), pod)
+	h.pass(0)
+
+	// Past the grace period, with an informer copy that has the pod's name, UID, node and
+	// status only.
+	h.clock.Step(51 * time.Second)
+	h.sync()
+	partial := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web"}, Spec: corev1.PodSpec{NodeName: "node1"}, Status: pod.Status}
+	if err := h.factory.Core().V1().Pods().Informer().GetStore().Replace([]any{partial}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Monitor(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := h.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.podReady("default", "web") != corev1.ConditionFalse {
+		t.Errorf("pod web on silent node1 not marked: %+v", got.Status)
+	}
+	if got.Labels["app"] != "web" || got.Annotations["note"] != "kept" || len(got.Spec.Containers) != 1 || got.Spec.Containers[0].Image == "" {
+		t.Errorf("the write lost what the informer copy lacks: %+v", got)
+	}
+}
+
+// A pod deleted and created again under the same name since the informer saw it is not marked
+// from the old one's record.
+func TestReplacedPodIsLeftToTheNextPass(t *testing.T) {
+	pod := readyPod("web", "node1")
+	pod.UID = "uid-new"
+	h := newHarness(t, readyNode("node1"), nodeLease("node1"), pod)
+	h.pass(0)
+	h.clock.Step(51 * time.Second)
+	h.sync()
+	old := readyPod("web", "node1")
+	old.UID = "uid-old"
+	if err := h.factory.Core().V1().Pods().Informer().GetStore().Replace([]any{old}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Monitor(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.podReady("default", "web"); got != corev1.ConditionTrue {
+		t.Errorf("the new pod web was marked from the old one's record: Ready %s", got)
+	}
+}

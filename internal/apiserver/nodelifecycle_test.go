@@ -37,7 +37,10 @@ func TestNodeLifecycleThroughTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensureServiceAccount(t, s.client, "default", "default")
-	pod, err := s.client.CoreV1().Pods("default").Create(ctx, newPod("web", onNode("node1")), metav1.CreateOptions{})
+	// The server's shared informer keeps a slimmed pod (no labels, no image); the mark must not
+	// lose them.
+	labeled := func(p *corev1.Pod) { p.Labels = map[string]string{"app": "web"} }
+	pod, err := s.client.CoreV1().Pods("default").Create(ctx, newPod("web", onNode("node1"), labeled), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +64,9 @@ func TestNodeLifecycleThroughTheServer(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("pod web on silent node1 never turned not Ready: %v", err)
+	}
+	if p, err := s.client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{}); err != nil || p.Labels["app"] != "web" || p.Spec.Containers[0].Image == "" {
+		t.Errorf("pod web after the mark: %v, %+v; want its label and image kept", err, p)
 	}
 
 	// The node cannot untaint itself.

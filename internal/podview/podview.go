@@ -2,23 +2,28 @@
 // informer: everything they read, and not the rest of the spec.
 //
 // The readers of the shared pod informer are the Node authorizer's graph (every reference
-// podwalk reports, the pod's annotations, UID, node and ephemeral container count), the service
-// account token authenticator and its cache (name, namespace, UID, deletion), NodeRestriction
-// (node, service account, UID, projected token audiences and pod certificate signers) and the
-// node lifecycle controller (node, status). None reads a container's image, command, ports,
-// resources, probes or mounts, nor the pod's scheduling constraints; those are most of a pod's
-// decoded bytes, and the informer keeps one copy of every pod in the cluster.
+// podwalk reports, the mirror pod annotation, UID, node, ephemeral container count and resource
+// claim statuses), the service account token authenticator and its cache (name, namespace, UID,
+// deletion), NodeRestriction (node, service account, UID, projected token audiences and pod
+// certificate signers) and the node lifecycle controller (node, UID, status). None reads a
+// container's image, command, ports, resources, probes or mounts, the pod's scheduling
+// constraints, its labels or its other annotations; those are most of a pod's decoded bytes, and
+// the informer keeps one copy of every pod in the cluster.
 //
-// Metadata and status are kept whole: the node lifecycle controller writes a pod's status back
-// from its informer copy, and the status subresource takes the spec from the stored pod but
+// Status is kept whole. Nothing writes a pod back from its informer copy: the node lifecycle
+// controller, the one writer, reads the stored pod first, since the status subresource takes
 // labels and annotations from the request.
 package podview
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Slim drops, in place, what no reader of the shared pod informer reads. It is meant for a pod
 // the informer has just decoded and owns; calling it again changes nothing.
 func Slim(pod *corev1.Pod) {
+	slimMeta(&pod.ObjectMeta)
 	s := &pod.Spec
 	for i := range s.InitContainers {
 		slimContainer(&s.InitContainers[i])
@@ -77,5 +82,29 @@ func slimVolume(v *corev1.VolumeSource) {
 				src.DownwardAPI.Items = nil
 			}
 		}
+	}
+}
+
+// slimMeta keeps the pod's identity, version and deletion, and of its annotations only the one
+// that makes it a mirror pod (the graph gives a mirror pod no references).
+func slimMeta(m *metav1.ObjectMeta) {
+	var annotations map[string]string
+	if v, ok := m.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		if len(m.Annotations) == 1 {
+			annotations = m.Annotations
+		} else {
+			annotations = map[string]string{corev1.MirrorPodAnnotationKey: v}
+		}
+	}
+	*m = metav1.ObjectMeta{
+		Name:                       m.Name,
+		Namespace:                  m.Namespace,
+		UID:                        m.UID,
+		ResourceVersion:            m.ResourceVersion,
+		Generation:                 m.Generation,
+		CreationTimestamp:          m.CreationTimestamp,
+		DeletionTimestamp:          m.DeletionTimestamp,
+		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
+		Annotations:                annotations,
 	}
 }

@@ -43,7 +43,7 @@ func TestSlimKeepsWhatReadersRead(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", UID: "uid-1", ResourceVersion: "7",
 			Labels:            map[string]string{"app": "a"},
-			Annotations:       map[string]string{corev1.MirrorPodAnnotationKey: "m"},
+			Annotations:       map[string]string{corev1.MirrorPodAnnotationKey: "m", "note": "n"},
 			OwnerReferences:   []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "node-uid"}},
 			DeletionTimestamp: &metav1.Time{},
 			Finalizers:        []string{"f"},
@@ -76,8 +76,12 @@ func TestSlimKeepsWhatReadersRead(t *testing.T) {
 	slim := pod.DeepCopy()
 	Slim(slim)
 
-	if !apiequality.Semantic.DeepEqual(slim.ObjectMeta, pod.ObjectMeta) {
-		t.Errorf("metadata changed:\n%+v\nwant\n%+v", slim.ObjectMeta, pod.ObjectMeta)
+	wantMeta := metav1.ObjectMeta{
+		Name: "p", Namespace: "ns", UID: "uid-1", ResourceVersion: "7", DeletionTimestamp: pod.DeletionTimestamp,
+		Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "m"},
+	}
+	if !apiequality.Semantic.DeepEqual(slim.ObjectMeta, wantMeta) {
+		t.Errorf("metadata:\n%+v\nwant\n%+v", slim.ObjectMeta, wantMeta)
 	}
 	if !apiequality.Semantic.DeepEqual(slim.Status, pod.Status) {
 		t.Errorf("status changed: %+v", slim.Status)

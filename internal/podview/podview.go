@@ -1,5 +1,5 @@
 // Package podview is the pod as the server's in-process readers keep it in their shared
-// informer: everything they read, and not the rest of the spec.
+// informer: everything they read, and nothing else of its spec or metadata.
 //
 // The readers of the shared pod informer are the Node authorizer's graph (every reference
 // podwalk reports, the mirror pod annotation, UID, node, ephemeral container count and resource

@@ -33,7 +33,16 @@ func TestParseFlags(t *testing.T) {
 			if c.threshold != 100*time.Millisecond || c.leaseDuration != 40*time.Second || c.statusReport != 5*time.Minute {
 				t.Errorf("threshold %s, lease %s, status report %s", c.threshold, c.leaseDuration, c.statusReport)
 			}
+			if c.gcPercent != 0 {
+				t.Errorf("client GC percent %d, want 0 (the environment's GOGC)", c.gcPercent)
+			}
 		}},
+		{name: "the tool's own GOGC", args: []string{"-idplane", "x", "-client-gc-percent", "400"}, check: func(t *testing.T, c config) {
+			if c.gcPercent != 400 {
+				t.Errorf("client GC percent %d", c.gcPercent)
+			}
+		}},
+		{name: "negative GOGC", args: []string{"-idplane", "x", "-client-gc-percent", "-1"}, wantErr: "-client-gc-percent must not be negative"},
 		{name: "levels and replicas", args: []string{"-idplane", "x", "-replicas", "3", "-nodes", "50, 400", "-pods-per-node", "30"}, check: func(t *testing.T, c config) {
 			if c.replicas != 3 || !slices.Equal(c.levels, []int{50, 400}) || c.podsPerNode != 30 {
 				t.Errorf("replicas %d, levels %v, pods per node %d", c.replicas, c.levels, c.podsPerNode)

@@ -78,7 +78,7 @@ func TestLevelAgainstForeignServer(t *testing.T) {
 	}
 	// The server shares this process with the agents, so the figure holds both sides: only that
 	// it is measured, and the server counted the nodes' watches, is checked here.
-	if h := res.Held; h == nil || h.ServerWatches < float64(res.Watches) || h.WatchesPerNode != float64(res.Watches)/2 || h.Headroom <= 1 ||
+	if h := res.Held; h == nil || h.ServerWatches < float64(res.Watches) || h.WatchesPerNode != float64(res.Watches)/2 || h.GoalRatio <= 1 ||
 		!strings.Contains(out.String(), "server live memory held by the nodes' connections and watches") {
 		t.Errorf("live memory held by the nodes: %+v (%s); want it measured, with at least the nodes' %d watches counted by the server", h, res.HeldNote, res.Watches)
 	}

@@ -37,12 +37,14 @@ const (
 // to run: what is live, not what the collector has yet to free.
 type liveReading struct {
 	// HeapInuse and StackInuse are the bytes of heap spans and goroutine stacks in use.
-	HeapInuse, StackInuse float64
+	HeapInuse  float64 `json:"heapInuse"`
+	StackInuse float64 `json:"stackInuse"`
 	// HeapLive is the heap's allocated bytes, all of them live right after a collection;
 	// HeapGoal is the heap size at which the collector will next run.
-	HeapLive, HeapGoal float64
+	HeapLive float64 `json:"heapLive"`
+	HeapGoal float64 `json:"heapGoal"`
 	// Watches are the server's open watch requests.
-	Watches float64
+	Watches float64 `json:"watches"`
 }
 
 // heldFigures is what the nodes' open connections and watches held on the servers: the live
@@ -60,13 +62,18 @@ type heldFigures struct {
 	// counted above their baseline with the nodes running (a cross-check of the tool's count).
 	WatchesPerNode float64 `json:"watchesPerNode"`
 	ServerWatches  float64 `json:"serverWatches"`
-	// Headroom is the collector's heap goal over the live heap with the nodes running: how far
-	// the heap grows before the next collection, so what a live byte costs in resident memory.
-	Headroom float64 `json:"headroom"`
-	// RSSPerNodeKiB and RSSPerWatchKiB are the per-node and per-watch figures times Headroom:
-	// the held memory as a resident-memory growth sees it.
+	// GoalRatio is the collector's heap goal over the live heap with the nodes running (about 2
+	// at GOGC=100, more when stacks are large: they count towards the goal too).
+	GoalRatio float64 `json:"goalRatio"`
+	// RSSPerNodeKiB and RSSPerWatchKiB are the held memory as a resident-memory growth sees it:
+	// the difference in the heap goal (the heap grows that far before the next collection) plus
+	// the difference in stacks, per node and per watch. Headroom is that over the held memory.
 	RSSPerNodeKiB  float64  `json:"rssPerNodeKiB"`
 	RSSPerWatchKiB *float64 `json:"rssPerWatchKiB"`
+	Headroom       *float64 `json:"headroom"`
+	// Loaded and Stopped are the servers' readings, with the nodes running and stopped.
+	Loaded  []liveReading `json:"loaded"`
+	Stopped []liveReading `json:"stopped"`
 }
 
 // heldPerNode works out the figures from the servers' readings with the nodes running (loaded)
@@ -78,29 +85,35 @@ func heldPerNode(loaded, stopped []liveReading, baseline []float64, nodes, watch
 	if nodes <= 0 {
 		return heldFigures{}, errors.New("no nodes")
 	}
-	var heap, stacks, live, goal, serverWatches float64
+	var heap, stacks, goal, live, loadedGoal, serverWatches float64
 	for i := range loaded {
 		heap += loaded[i].HeapInuse - stopped[i].HeapInuse
 		stacks += loaded[i].StackInuse - stopped[i].StackInuse
+		goal += loaded[i].HeapGoal - stopped[i].HeapGoal
 		live += loaded[i].HeapLive
-		goal += loaded[i].HeapGoal
+		loadedGoal += loaded[i].HeapGoal
 		serverWatches += loaded[i].Watches - baseline[i]
 	}
-	if live <= 0 || goal <= 0 {
+	if live <= 0 || loadedGoal <= 0 {
 		return heldFigures{}, fmt.Errorf("%s or %s not positive", heapLiveMetric, heapGoalMetric)
 	}
 	held := (heap + stacks) / 1024
+	rss := (goal + stacks) / 1024
 	f := heldFigures{
 		HeapMiB: heap / (1 << 20), StacksMiB: stacks / (1 << 20),
 		PerNodeKiB:     held / float64(nodes),
 		WatchesPerNode: float64(watches) / float64(nodes),
 		ServerWatches:  serverWatches,
-		Headroom:       goal / live,
+		GoalRatio:      loadedGoal / live,
+		RSSPerNodeKiB:  rss / float64(nodes),
+		Loaded:         loaded, Stopped: stopped,
 	}
-	f.RSSPerNodeKiB = f.PerNodeKiB * f.Headroom
+	if held != 0 {
+		h := rss / held
+		f.Headroom = &h
+	}
 	if watches > 0 {
-		perWatch := held / float64(watches)
-		rssPerWatch := perWatch * f.Headroom
+		perWatch, rssPerWatch := held/float64(watches), rss/float64(watches)
 		f.PerWatchKiB, f.RSSPerWatchKiB = &perWatch, &rssPerWatch
 	}
 	return f, nil

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -25,18 +26,19 @@ func TestHeldPerNode(t *testing.T) {
 		want             heldFigures
 		wantPerWatch     float64 // 0: none
 		wantRSSPerWatch  float64
+		wantHeadroom     float64 // 0: none
 		wantErrSubstring string
 	}{{
 		name: "one server",
-		// 20 MiB of heap and 5 MiB of stacks held by 100 nodes with 200 watches; the collector
-		// lets a 400 MiB live heap grow to 800 MiB.
+		// 20 MiB of heap and 5 MiB of stacks held by 100 nodes with 200 watches; the heap goal
+		// falls by 45 MiB when they stop.
 		loaded:   []liveReading{{HeapInuse: 520 * mib, StackInuse: 15 * mib, HeapLive: 400 * mib, HeapGoal: 800 * mib, Watches: 230}},
-		stopped:  []liveReading{{HeapInuse: 500 * mib, StackInuse: 10 * mib, HeapLive: 380 * mib, HeapGoal: 760 * mib, Watches: 30}},
+		stopped:  []liveReading{{HeapInuse: 500 * mib, StackInuse: 10 * mib, HeapLive: 380 * mib, HeapGoal: 755 * mib, Watches: 30}},
 		baseline: []float64{30},
 		nodes:    100, watches: 200,
 		want: heldFigures{HeapMiB: 20, StacksMiB: 5, PerNodeKiB: 256, WatchesPerNode: 2, ServerWatches: 200,
-			Headroom: 2, RSSPerNodeKiB: 512},
-		wantPerWatch: 128, wantRSSPerWatch: 256,
+			GoalRatio: 2, RSSPerNodeKiB: 512},
+		wantPerWatch: 128, wantRSSPerWatch: 256, wantHeadroom: 2,
 	}, {
 		name: "replicas are summed",
 		loaded: []liveReading{
@@ -44,30 +46,40 @@ func TestHeldPerNode(t *testing.T) {
 			{HeapInuse: 210 * mib, StackInuse: 4 * mib, HeapLive: 200 * mib, HeapGoal: 300 * mib, Watches: 70},
 		},
 		stopped: []liveReading{
-			{HeapInuse: 100 * mib, StackInuse: 1 * mib, HeapLive: 95 * mib, HeapGoal: 140 * mib, Watches: 10},
-			{HeapInuse: 200 * mib, StackInuse: 1 * mib, HeapLive: 190 * mib, HeapGoal: 290 * mib, Watches: 20},
+			{HeapInuse: 100 * mib, StackInuse: 1 * mib, HeapLive: 95 * mib, HeapGoal: 130 * mib, Watches: 10},
+			{HeapInuse: 200 * mib, StackInuse: 1 * mib, HeapLive: 190 * mib, HeapGoal: 276 * mib, Watches: 20},
 		},
 		baseline: []float64{10, 20},
 		nodes:    24, watches: 96,
-		// 20 MiB heap and 4 MiB stacks: 24,576 KiB over 24 nodes, over 96 watches.
+		// 20 MiB heap and 4 MiB stacks: 24,576 KiB over 24 nodes, over 96 watches; the goals fall
+		// by 44 MiB, so 48 MiB as RSS sees it.
 		want: heldFigures{HeapMiB: 20, StacksMiB: 4, PerNodeKiB: 1024, WatchesPerNode: 4, ServerWatches: 100,
-			Headroom: 1.5, RSSPerNodeKiB: 1536},
-		wantPerWatch: 256, wantRSSPerWatch: 384,
+			GoalRatio: 1.5, RSSPerNodeKiB: 2048},
+		wantPerWatch: 256, wantRSSPerWatch: 512, wantHeadroom: 2,
 	}, {
-		name:     "no watches: no per-watch figure",
-		loaded:   []liveReading{{HeapInuse: 2 * mib, HeapLive: mib, HeapGoal: 2 * mib}},
+		name:         "no watches: no per-watch figure",
+		loaded:       []liveReading{{HeapInuse: 2 * mib, HeapLive: mib, HeapGoal: 2 * mib}},
+		stopped:      []liveReading{{HeapInuse: mib, HeapLive: mib, HeapGoal: mib}},
+		baseline:     []float64{0},
+		nodes:        1,
+		want:         heldFigures{HeapMiB: 1, PerNodeKiB: 1024, GoalRatio: 2, RSSPerNodeKiB: 1024},
+		wantHeadroom: 1,
+	}, {
+		name:     "nothing held: no headroom",
+		loaded:   []liveReading{{HeapInuse: mib, HeapLive: mib, HeapGoal: 2 * mib}},
 		stopped:  []liveReading{{HeapInuse: mib, HeapLive: mib, HeapGoal: 2 * mib}},
 		baseline: []float64{0},
-		nodes:    1,
-		want:     heldFigures{HeapMiB: 1, PerNodeKiB: 1024, Headroom: 2, RSSPerNodeKiB: 2048},
+		nodes:    1, watches: 1,
+		want:         heldFigures{PerNodeKiB: 0, WatchesPerNode: 1, GoalRatio: 2},
+		wantPerWatch: 0, wantRSSPerWatch: 0,
 	}, {
 		name:     "a difference below zero is reported as measured",
 		loaded:   []liveReading{{HeapInuse: mib, HeapLive: mib, HeapGoal: 2 * mib}},
-		stopped:  []liveReading{{HeapInuse: 2 * mib, HeapLive: mib, HeapGoal: 2 * mib}},
+		stopped:  []liveReading{{HeapInuse: 2 * mib, HeapLive: mib, HeapGoal: 4 * mib}},
 		baseline: []float64{0},
 		nodes:    2, watches: 4,
-		want:         heldFigures{HeapMiB: -1, PerNodeKiB: -512, WatchesPerNode: 2, Headroom: 2, RSSPerNodeKiB: -1024},
-		wantPerWatch: -256, wantRSSPerWatch: -512,
+		want:         heldFigures{HeapMiB: -1, PerNodeKiB: -512, WatchesPerNode: 2, GoalRatio: 2, RSSPerNodeKiB: -1024},
+		wantPerWatch: -256, wantRSSPerWatch: -512, wantHeadroom: 2,
 	}, {
 		name:   "no nodes",
 		loaded: []liveReading{{HeapLive: 1, HeapGoal: 2}}, stopped: []liveReading{{}}, baseline: []float64{0},
@@ -93,9 +105,12 @@ func TestHeldPerNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			perWatch, rssPerWatch := got.PerWatchKiB, got.RSSPerWatchKiB
-			got.PerWatchKiB, got.RSSPerWatchKiB = nil, nil
-			if got != tt.want {
+			if len(got.Loaded) != len(tt.loaded) || len(got.Stopped) != len(tt.stopped) {
+				t.Errorf("readings kept: %d loaded, %d stopped; want %d, %d", len(got.Loaded), len(got.Stopped), len(tt.loaded), len(tt.stopped))
+			}
+			perWatch, rssPerWatch, headroom := got.PerWatchKiB, got.RSSPerWatchKiB, got.Headroom
+			got.PerWatchKiB, got.RSSPerWatchKiB, got.Headroom, got.Loaded, got.Stopped = nil, nil, nil, nil, nil
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v\nwant %+v", got, tt.want)
 			}
 			switch {
@@ -105,6 +120,12 @@ func TestHeldPerNode(t *testing.T) {
 				t.Errorf("no per-watch figures with %d watches", tt.watches)
 			case tt.watches > 0 && (math.Abs(*perWatch-tt.wantPerWatch) > 1e-9 || math.Abs(*rssPerWatch-tt.wantRSSPerWatch) > 1e-9):
 				t.Errorf("per watch %v KiB, as RSS %v KiB; want %v, %v", *perWatch, *rssPerWatch, tt.wantPerWatch, tt.wantRSSPerWatch)
+			}
+			switch {
+			case tt.wantHeadroom == 0 && headroom != nil:
+				t.Errorf("headroom %v with nothing held", *headroom)
+			case tt.wantHeadroom != 0 && (headroom == nil || math.Abs(*headroom-tt.wantHeadroom) > 1e-9):
+				t.Errorf("headroom %v, want %v", headroom, tt.wantHeadroom)
 			}
 		})
 	}
@@ -160,8 +181,8 @@ func (s *metricsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		series := map[string]string{
 			heapInuseMetric:  fmt.Sprintf("%s %d\n", heapInuseMetric, heap),
 			stackInuseMetric: fmt.Sprintf("%s %d\n", stackInuseMetric, stacks),
-			heapLiveMetric:   fmt.Sprintf("%s %d\n", heapLiveMetric, 90<<20),
-			heapGoalMetric:   fmt.Sprintf("%s %d\n", heapGoalMetric, 180<<20),
+			heapLiveMetric:   fmt.Sprintf("%s %d\n", heapLiveMetric, heap-10<<20),
+			heapGoalMetric:   fmt.Sprintf("%s %d\n", heapGoalMetric, 2*(heap-10<<20)),
 			// Watches of two resources, and a long-running request that is no watch.
 			longRunningMetric: fmt.Sprintf("# TYPE %[1]s gauge\n%[1]s{resource=\"pods\",verb=\"WATCH\"} %[2]d\n%[1]s{resource=\"secrets\",verb=\"WATCH\"} %[3]d\n%[1]s{resource=\"pods\",subresource=\"exec\",verb=\"CONNECT\"} 5\n",
 				longRunningMetric, watches-3, 3),
@@ -206,7 +227,7 @@ func TestReadLive(t *testing.T) {
 	}{{
 		name:   "forced collection counted",
 		server: &metricsServer{collects: true, running: true},
-		want:   liveReading{HeapInuse: 103 << 20, StackInuse: 2 << 20, HeapLive: 90 << 20, HeapGoal: 180 << 20, Watches: fakeBaseWatches + fakeNodeWatches},
+		want:   liveReading{HeapInuse: 103 << 20, StackInuse: 2 << 20, HeapLive: 93 << 20, HeapGoal: 186 << 20, Watches: fakeBaseWatches + fakeNodeWatches},
 	}, {
 		name:   "collections counted without the forced series",
 		server: &metricsServer{collects: true, noForcedSeries: true},
@@ -335,8 +356,9 @@ func TestMeasureHeld(t *testing.T) {
 			if !stopped || s.closing != 0 {
 				t.Fatalf("stopped %v, %d watches still closing: the nodes were not stopped or their watches not waited for", stopped, s.closing)
 			}
-			// 3 MiB heap and 1 MiB stacks over 2 nodes and 6 watches, a heap goal twice the live heap.
-			if f.PerNodeKiB != 2048 || f.PerWatchKiB == nil || math.Abs(*f.PerWatchKiB-4096.0/6) > 1e-9 || f.RSSPerNodeKiB != 4096 ||
+			// 3 MiB heap and 1 MiB stacks over 2 nodes and 6 watches; a heap goal twice the live
+			// heap falls by 6 MiB, so 7 MiB as RSS sees it.
+			if f.PerNodeKiB != 2048 || f.PerWatchKiB == nil || math.Abs(*f.PerWatchKiB-4096.0/6) > 1e-9 || f.RSSPerNodeKiB != 3584 ||
 				f.ServerWatches != fakeBaseWatches+fakeNodeWatches-tt.baseline {
 				t.Errorf("figures %+v", f)
 			}

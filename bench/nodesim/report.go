@@ -128,9 +128,9 @@ func printHeld(w io.Writer, r levelResult) {
 	}
 	fmt.Fprintf(w, "server live memory held by the nodes' connections and watches (heap + stacks in use after a forced GC, nodes running less nodes stopped; what they stored is in both): "+
 		"%.1f MiB heap + %.1f MiB stacks: %.1f KiB per node (%.1f watches per node), %s KiB per watch; "+
-		"as RSS sees it (× %.2f, the collector's goal over the live heap): %.1f KiB per node, %s KiB per watch; "+
+		"as RSS sees it (the heap goal's difference plus the stacks', × %s of the live figure; the goal is %.2f× the live heap): %.1f KiB per node, %s KiB per watch; "+
 		"%.0f watches above the servers' baseline, %s\n",
-		h.HeapMiB, h.StacksMiB, h.PerNodeKiB, h.WatchesPerNode, figure1(h.PerWatchKiB), h.Headroom, h.RSSPerNodeKiB, figure1(h.RSSPerWatchKiB), h.ServerWatches, r.HeldNote)
+		h.HeapMiB, h.StacksMiB, h.PerNodeKiB, h.WatchesPerNode, figure1(h.PerWatchKiB), figure2(h.Headroom), h.GoalRatio, h.RSSPerNodeKiB, figure1(h.RSSPerWatchKiB), h.ServerWatches, r.HeldNote)
 }
 
 // heldFigure shows one of the held figures, "n/a" without them.
@@ -147,6 +147,14 @@ func figure1(v *float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f", *v)
+}
+
+// figure2 is figure with two decimals.
+func figure2(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", *v)
 }
 
 // joinFigures shows one figure per process, slash-separated; "-" for none.

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
 
 	"github.com/idplane/idplane/internal/nodeidentity"
 	"github.com/idplane/idplane/internal/pki"
@@ -61,14 +63,28 @@ func nodeCertificate(ca *pki.CA, node string, now time.Time) (certPEM, keyPEM []
 // nodeRESTConfig is a node's client configuration: base's server and its trust (an anonymous
 // copy of the admin's), the node's own certificate, hence its own TLS connection, and every
 // request timed by the recorder. The agent sets its clients' rate limits itself.
-func nodeRESTConfig(base *rest.Config, certPEM, keyPEM []byte, rec *recorder) *rest.Config {
+//
+// Every client made from it shares one transport, as a real agent's clients share its
+// identity's, and that transport dials through the returned dialer, whose CloseAll drops the
+// node's connections once its agent has stopped: the server then holds nothing for the node but
+// what it stored.
+func nodeRESTConfig(base *rest.Config, certPEM, keyPEM []byte, rec *recorder) (*rest.Config, *connrotation.Dialer, error) {
+	tlsConfig := rest.AnonymousClientConfig(base)
+	tlsConfig.CertFile, tlsConfig.KeyFile = "", ""
+	tlsConfig.CertData, tlsConfig.KeyData = certPEM, keyPEM
+	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	tlsConfig.Dial = dialer.DialContext
+	rt, err := rest.TransportFor(tlsConfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building a node's transport: %w", err)
+	}
 	c := rest.AnonymousClientConfig(base)
-	c.CertFile, c.KeyFile = "", ""
-	c.CertData, c.KeyData = certPEM, keyPEM
+	c.TLSClientConfig = rest.TLSClientConfig{}
+	c.Transport = rt
 	// The admin's load settings (no rate limit, a 30 s bound on everything, watches too) are not
 	// the agent's: it sets its own rate limits and bounds.
 	c.QPS, c.Burst, c.Timeout = 0, 0, 0
 	c.UserAgent = "idplane-nodesim"
 	c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &transport{next: rt, rec: rec} }
-	return c
+	return c, dialer, nil
 }

@@ -35,6 +35,8 @@ type cluster struct {
 	// ca mints the nodes' client certificates.
 	ca    *pki.CA
 	admin kubernetes.Interface
+	// metrics reach each server's /metrics and /debug/pprof as the admin, in server order.
+	metrics []rest.Interface
 	// foreign is a server the tool did not start: its processes are not the tool's to read, and
 	// what a level creates there is deleted at the level's end.
 	foreign bool
@@ -51,6 +53,7 @@ func connectCluster(kubeconfig, caCert, caKey string) (*cluster, error) {
 	if c.admin, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("building the admin client: %w", err)
 	}
+	c.metrics = []rest.Interface{c.admin.CoreV1().RESTClient()}
 	if c.ca, err = loadCAFiles(caCert, caKey); err != nil {
 		return nil, err
 	}
@@ -105,11 +108,14 @@ func (c *cluster) start(ctx context.Context, binary string, replicas int, timeou
 			return err
 		}
 		c.bases = append(c.bases, rest.AnonymousClientConfig(cfg))
-		if i == 0 {
-			if c.admin, err = kubernetes.NewForConfig(cfg); err != nil {
-				return fmt.Errorf("building the admin client: %w", err)
-			}
+		admin, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("building the admin client of server %d: %w", i, err)
 		}
+		if i == 0 {
+			c.admin = admin
+		}
+		c.metrics = append(c.metrics, admin.CoreV1().RESTClient())
 	}
 	var err error
 	c.ca, err = loadCA(serverDataDir(c.dir, 0))

@@ -76,6 +76,12 @@ func TestLevelAgainstForeignServer(t *testing.T) {
 	if res.ServerRSSPerNodeKiB == nil || res.ServerRSSPerWatchKiB == nil || len(res.Servers) != 1 || res.Servers[0].RSSMiB <= 0 {
 		t.Errorf("server memory per node %v, per watch %v, servers %+v (%s); want them from /metrics", res.ServerRSSPerNodeKiB, res.ServerRSSPerWatchKiB, res.Servers, res.MemoryNote)
 	}
+	// The server shares this process with the agents, so the figure holds both sides: only that
+	// it is measured, and the server counted the nodes' watches, is checked here.
+	if h := res.Held; h == nil || h.ServerWatches < float64(res.Watches) || h.WatchesPerNode != float64(res.Watches)/2 || h.GoalRatio <= 1 ||
+		!strings.Contains(out.String(), "server live memory held by the nodes' connections and watches") {
+		t.Errorf("live memory held by the nodes: %+v (%s); want it measured, with at least the nodes' %d watches counted by the server", h, res.HeldNote, res.Watches)
+	}
 	if res.ClientRSSPerNodeKiB == nil || res.ClientIdleRSSMiB <= 0 || res.ClientGoroutines <= 0 || !strings.Contains(out.String(), "KiB per simulated node") {
 		t.Errorf("the tool's own memory: idle %.0f MiB, per node %v KiB, %d goroutines; want all measured and reported", res.ClientIdleRSSMiB, res.ClientRSSPerNodeKiB, res.ClientGoroutines)
 	}

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/idplane/idplane/bench/internal/procstat"
@@ -51,9 +52,14 @@ type levelResult struct {
 	ServerRSSPerNodeKiB  *float64 `json:"serverRSSPerNodeKiB"`
 	ServerRSSPerWatchKiB *float64 `json:"serverRSSPerWatchKiB"`
 	// MemoryNote says where the servers' memory was read, or why it was not.
-	MemoryNote       string  `json:"memoryNote"`
-	ClientCPUPercent float64 `json:"clientCPUPercent"`
-	ClientRSSMiB     float64 `json:"clientRSSMiB"`
+	MemoryNote string `json:"memoryNote"`
+	// Held is the servers' live memory the nodes' connections and watches held, measured by
+	// stopping the nodes at the end of the window; null when a server would not tell (HeldNote
+	// says why) or the level ended before its window.
+	Held             *heldFigures `json:"held"`
+	HeldNote         string       `json:"heldNote,omitempty"`
+	ClientCPUPercent float64      `json:"clientCPUPercent"`
+	ClientRSSMiB     float64      `json:"clientRSSMiB"`
 	// ClientIdleRSSMiB is the tool's RSS before any node starts; ClientRSSPerNodeKiB its growth
 	// from then to the end of the window per node, and ClientGoroutines its goroutines at that
 	// end: what one simulated node costs the machine that runs the fleet.
@@ -189,6 +195,10 @@ func measureLevel(ctx context.Context, cfg config, p plan, c *cluster, scratch s
 	if clientIdleErr == nil {
 		res.ClientIdleRSSMiB = procstat.MiB(clientIdle.RSS)
 	}
+
+	// The servers' own watches, before the tool's and the nodes' open: the count the nodes'
+	// watches must fall back to once they stop.
+	baseline, baselineErr := baselineWatches(ctx, c.metrics)
 
 	rec := newRecorder()
 	rec.setPhase(phaseStartup)
@@ -331,7 +341,29 @@ sampling:
 	res.SlowSeconds = rec.slow(phaseSteady, windowBegin, cfg.threshold)
 	res.Pass, res.Verdict = verdict(res.Steady, cfg.threshold)
 	res.PodCertificates = podCertificates(cfg, p, rec, tracker, res.StartupSeconds)
+	res.Held, res.HeldNote = held(ctx, c.metrics, baseline, baselineErr, res.Nodes, res.Watches, func() {
+		stopNodes()
+		wg.Wait()
+		for _, n := range sims {
+			n.closeConnections()
+		}
+		stopReadiness()
+	})
 	return res, nil
+}
+
+// held measures the live memory the nodes hold on the servers (measureHeld), stopping them; a
+// server that refuses /metrics or /debug/pprof gives "n/a" and the reason, never a failed level.
+func held(ctx context.Context, servers []rest.Interface, baseline []float64, baselineErr error, nodes, watches int, stop func()) (*heldFigures, string) {
+	if baselineErr != nil {
+		return nil, fmt.Sprintf("n/a: before the nodes started: %v", baselineErr)
+	}
+	f, note, err := measureHeld(ctx, servers, baseline, nodes, watches, stop)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nodesim: live memory per node n/a: %v\n", err)
+		return nil, fmt.Sprintf("n/a: %v", err)
+	}
+	return f, note
 }
 
 // perNodeKiB is a memory growth in bytes per node, in KiB; nil without nodes.
@@ -352,7 +384,9 @@ func buildNodes(c *cluster, p plan, cfg config, scratch string, rec *recorder) (
 		if err != nil {
 			return nil, err
 		}
-		sims[i] = newSimNode(i, name, c.bases[i%len(c.bases)], certPEM, keyPEM, scratch, cfg, rec)
+		if sims[i], err = newSimNode(i, name, c.bases[i%len(c.bases)], certPEM, keyPEM, scratch, cfg, rec); err != nil {
+			return nil, err
+		}
 	}
 	return sims, nil
 }

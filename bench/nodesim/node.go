@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/connrotation"
 
 	"github.com/idplane/idplane/internal/agent"
 	"github.com/idplane/idplane/internal/agent/pods"
@@ -26,11 +27,17 @@ import (
 type simNode struct {
 	name string
 	node agent.Node
+	// conns dials the node's connections; closeConnections drops them.
+	conns *connrotation.Dialer
 }
 
-func newSimNode(i int, name string, base *rest.Config, certPEM, keyPEM []byte, scratch string, cfg config, rec *recorder) *simNode {
-	return &simNode{name: name, node: agent.Node{
-		RESTConfig: nodeRESTConfig(base, certPEM, keyPEM, rec),
+func newSimNode(i int, name string, base *rest.Config, certPEM, keyPEM []byte, scratch string, cfg config, rec *recorder) (*simNode, error) {
+	restConfig, conns, err := nodeRESTConfig(base, certPEM, keyPEM, rec)
+	if err != nil {
+		return nil, err
+	}
+	return &simNode{name: name, conns: conns, node: agent.Node{
+		RESTConfig: restConfig,
 		NodeName:   name,
 		RootDir:    filepath.Join(scratch, name),
 		Hostname:   name,
@@ -39,8 +46,12 @@ func newSimNode(i int, name string, base *rest.Config, certPEM, keyPEM []byte, s
 		LeaseDuration:         cfg.leaseDuration,
 		StatusUpdateFrequency: cfg.statusReport,
 		PerObjectWatches:      cfg.perObjectWatches,
-	}}
+	}}, nil
 }
+
+// closeConnections closes the node's connections to the server, idle or not: after its agent
+// stopped, so that nothing is left on the server but what the node stored.
+func (n *simNode) closeConnections() { n.conns.CloseAll() }
 
 // run runs the agent until ctx ends; an agent that stops before is an error of the level.
 func (n *simNode) run(ctx context.Context, rec *recorder) {

@@ -51,6 +51,7 @@ func printLevel(w io.Writer, r levelResult) {
 		tw.Flush()
 	}
 	fmt.Fprintf(w, "server memory (%s): %s KiB per node, %s KiB per open watch\n", r.MemoryNote, figure(r.ServerRSSPerNodeKiB), figure(r.ServerRSSPerWatchKiB))
+	printHeld(w, r)
 	if r.ClientRSSPerNodeKiB != nil {
 		fmt.Fprintf(w, "nodesim's own memory: %.0f MiB before the nodes, %.0f MiB at the end: %.0f KiB per simulated node; %d goroutines\n",
 			r.ClientIdleRSSMiB, r.ClientRSSMiB, *r.ClientRSSPerNodeKiB, r.ClientGoroutines)
@@ -82,7 +83,7 @@ func printSummary(w io.Writer, results []levelResult, threshold time.Duration) {
 	for _, k := range summaryKinds {
 		header = append(header, k+" p50/p99")
 	}
-	header = append(header, "server RSS MiB", "KiB/node", "KiB/watch", "etcd RSS MiB", "server CPU %", "client CPU %", fmt.Sprintf("p99 < %s", threshold))
+	header = append(header, "server RSS MiB", "KiB/node", "KiB/watch", "watches/node", "live KiB/node", "live KiB/watch", "live×GC KiB/node", "etcd RSS MiB", "server CPU %", "client CPU %", fmt.Sprintf("p99 < %s", threshold))
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	for _, r := range results {
 		row := []string{targetName(r), fmt.Sprint(r.Nodes), fmt.Sprint(r.Pods), fmt.Sprint(r.Watches),
@@ -98,6 +99,10 @@ func printSummary(w io.Writer, results []levelResult, threshold time.Duration) {
 		}
 		row = append(row, joinFigures(r.Servers, func(p procFigures) *float64 { return &p.RSSMiB }),
 			figure(r.ServerRSSPerNodeKiB), figure(r.ServerRSSPerWatchKiB),
+			fmt.Sprintf("%.1f", float64(r.Watches)/float64(max(r.Nodes, 1))),
+			heldFigure(r.Held, func(h *heldFigures) *float64 { return &h.PerNodeKiB }),
+			heldFigure(r.Held, func(h *heldFigures) *float64 { return h.PerWatchKiB }),
+			heldFigure(r.Held, func(h *heldFigures) *float64 { return &h.RSSPerNodeKiB }),
 			joinFigures(r.Etcd, func(p procFigures) *float64 { return &p.RSSMiB }),
 			joinFigures(r.Servers, func(p procFigures) *float64 { return p.CPUPercent }),
 			fmt.Sprintf("%.0f", r.ClientCPUPercent))
@@ -109,6 +114,47 @@ func printSummary(w io.Writer, results []levelResult, threshold time.Duration) {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
+}
+
+// printHeld says what the nodes' connections and watches held on the servers, or why it is not
+// known.
+func printHeld(w io.Writer, r levelResult) {
+	h := r.Held
+	if h == nil {
+		if r.HeldNote != "" {
+			fmt.Fprintf(w, "server live memory held by the nodes: %s\n", r.HeldNote)
+		}
+		return
+	}
+	fmt.Fprintf(w, "server live memory held by the nodes' connections and watches (heap + stacks in use after a forced GC, nodes running less nodes stopped; what they stored is in both): "+
+		"%.1f MiB heap + %.1f MiB stacks: %.1f KiB per node (%.1f watches per node), %s KiB per watch; "+
+		"as RSS sees it (the heap goal's difference plus the stacks', × %s of the live figure; the goal is %.2f× the live heap): %.1f KiB per node, %s KiB per watch; "+
+		"%.0f watches above the servers' baseline, %s\n",
+		h.HeapMiB, h.StacksMiB, h.PerNodeKiB, h.WatchesPerNode, figure1(h.PerWatchKiB), figure2(h.Headroom), h.GoalRatio, h.RSSPerNodeKiB, figure1(h.RSSPerWatchKiB), h.ServerWatches, r.HeldNote)
+}
+
+// heldFigure shows one of the held figures, "n/a" without them.
+func heldFigure(h *heldFigures, f func(*heldFigures) *float64) string {
+	if h == nil {
+		return "n/a"
+	}
+	return figure(f(h))
+}
+
+// figure1 is figure with one decimal.
+func figure1(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", *v)
+}
+
+// figure2 is figure with two decimals.
+func figure2(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", *v)
 }
 
 // joinFigures shows one figure per process, slash-separated; "-" for none.

@@ -139,8 +139,8 @@ func startServer(t *testing.T) (context.Context, *apiserver.Server, *apiserver.O
 			t.Errorf("server stopped with error: %v", err)
 		}
 	})
-	// Nodes that start before /readyz passes may find discovery refused while the authorizers
-	// warm up, and then watch each object on their own: a fleet joins a server that is ready.
+	// The fleet joins a ready server, so the figures do not include nodes asking discovery
+	// again while the authorizers warm up (objects.DefaultWarmUp).
 	if err := srv.WaitReady(ctx); err != nil {
 		t.Fatalf("server not ready: %v", err)
 	}

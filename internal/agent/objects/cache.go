@@ -102,7 +102,16 @@ type Options struct {
 	// PerObject keeps one watch per object even where the server offers the bulk watch, as a
 	// stock kubelet does: for benchmarks comparing the two.
 	PerObject bool
+	// WarmUp is how long discovery refused (401, 403) is asked again, as a server that is
+	// still loading its authorization policy refuses it; zero means DefaultWarmUp.
+	WarmUp time.Duration
 }
+
+// DefaultWarmUp covers a server started with its fleet: it listens, and answers, before its
+// authorizers have read their policy, and a node that took that first refusal for an answer would
+// hold a watch per object, about twelve times the memory on the server (nodesim,
+// "Memory per node, measured"), until it restarts.
+const DefaultWarmUp = 30 * time.Second
 
 // New returns an empty cache with one watch per object, whose watches run until ctx ends;
 // changed gets the users of an object whenever it changes.
@@ -127,7 +136,11 @@ func Open(ctx context.Context, client kubernetes.Interface, o Options, changed f
 		logger.V(2).Info("Watching each secret and configmap on its own, as configured")
 		return c
 	}
-	served, err := c.discoverReadables(ctx, client)
+	warmUp := o.WarmUp
+	if warmUp <= 0 {
+		warmUp = DefaultWarmUp
+	}
+	served, err := c.discoverReadables(ctx, client, warmUp)
 	switch {
 	case err != nil:
 		logger.Info("Watching each secret and configmap on its own: discovery of the node's bulk watch failed", "err", err)
@@ -149,14 +162,17 @@ func discoveryRetry() wait.Backoff {
 }
 
 // discoverReadables asks discovery whether the bulk watch is served until the server answers:
-// yes, no, or an error that will not go away by asking again.
-func (c *Cache) discoverReadables(ctx context.Context, client kubernetes.Interface) (bool, error) {
+// yes, no, or an error that will not go away by asking again. A refusal counts as an answer only
+// once warmUp has passed since the first question.
+func (c *Cache) discoverReadables(ctx context.Context, client kubernetes.Interface, warmUp time.Duration) (bool, error) {
 	backoff := discoveryRetry()
+	asked := time.Now()
 	for {
 		dctx, cancel := context.WithTimeout(ctx, c.syncWait)
 		served, err := ServesReadables(dctx, client.Discovery())
 		cancel()
-		if err == nil || !transient(err) || ctx.Err() != nil {
+		warming := refused(err) && time.Since(asked) < warmUp
+		if err == nil || !(transient(err) || warming) || ctx.Err() != nil {
 			return served, err
 		}
 		delay := backoff.Step()
@@ -176,6 +192,11 @@ func transient(err error) bool {
 		return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
 	}
 	return true
+}
+
+// refused says whether the server refused the node discovery (401, 403).
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 }
 
 // Use records the objects user (a pod key) reads now: watches start for objects new to the cache

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -382,7 +383,25 @@ func TestOpenFallsBackToWatchesPerObject(t *testing.T) {
 				return true, nil, apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no discovery for you"))
 			})
 			return c
-		}, opts: Options{NodeName: node, Readables: newFakeReadables()}},
+		}, opts: Options{NodeName: node, Readables: newFakeReadables(), WarmUp: time.Nanosecond}},
+		// A server that answers before its authorizers have read their policy refuses discovery
+		// for a moment: within the warm-up, that is asked again like any failure.
+		{name: "discovery refused while the server warms up", client: func() *fake.Clientset {
+			c := servingReadables()
+			failures := []error{
+				apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("policy not loaded yet")),
+				apierrors.NewUnauthorized("authenticator not ready"),
+			}
+			c.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if len(failures) == 0 {
+					return false, nil, nil
+				}
+				err := failures[0]
+				failures = failures[1:]
+				return true, nil, err
+			})
+			return c
+		}, opts: Options{NodeName: node, Readables: newFakeReadables()}, readables: true},
 		// An overloaded or starting server is asked again: the node must not fall back to a watch
 		// per object because the server was busy when it started.
 		{name: "discovery fails for a while", client: func() *fake.Clientset {

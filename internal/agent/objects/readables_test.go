@@ -386,37 +386,15 @@ func TestOpenFallsBackToWatchesPerObject(t *testing.T) {
 		}, opts: Options{NodeName: node, Readables: newFakeReadables(), WarmUp: time.Nanosecond}},
 		// A server that answers before its authorizers have read their policy refuses discovery
 		// for a moment: within the warm-up, that is asked again like any failure.
-		{name: "discovery refused while the server warms up", client: func() *fake.Clientset {
-			c := servingReadables()
-			failures := []error{
-				apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("policy not loaded yet")),
-				apierrors.NewUnauthorized("authenticator not ready"),
-			}
-			c.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
-				if len(failures) == 0 {
-					return false, nil, nil
-				}
-				err := failures[0]
-				failures = failures[1:]
-				return true, nil, err
-			})
-			return c
-		}, opts: Options{NodeName: node, Readables: newFakeReadables()}, readables: true},
+		{name: "discovery refused while the server warms up", client: discoveryFailsFirst(
+			apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("policy not loaded yet")),
+			apierrors.NewUnauthorized("authenticator not ready"),
+		), opts: Options{NodeName: node, Readables: newFakeReadables()}, readables: true},
 		// An overloaded or starting server is asked again: the node must not fall back to a watch
 		// per object because the server was busy when it started.
-		{name: "discovery fails for a while", client: func() *fake.Clientset {
-			c := servingReadables()
-			failures := []error{apierrors.NewServiceUnavailable("starting"), apierrors.NewTooManyRequests("busy", 1), errors.New("connection refused")}
-			c.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
-				if len(failures) == 0 {
-					return false, nil, nil
-				}
-				err := failures[0]
-				failures = failures[1:]
-				return true, nil, err
-			})
-			return c
-		}, opts: Options{NodeName: node, Readables: newFakeReadables()}, readables: true},
+		{name: "discovery fails for a while", client: discoveryFailsFirst(
+			apierrors.NewServiceUnavailable("starting"), apierrors.NewTooManyRequests("busy", 1), errors.New("connection refused"),
+		), opts: Options{NodeName: node, Readables: newFakeReadables()}, readables: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -446,6 +424,23 @@ func TestOpenFallsBackToWatchesPerObject(t *testing.T) {
 				t.Errorf("no per-object list of the secret: %v", watches)
 			}
 		})
+	}
+}
+
+// discoveryFailsFirst is a client serving nodereadables whose discovery answers each of failures
+// in turn before it answers.
+func discoveryFailsFirst(failures ...error) func() *fake.Clientset {
+	return func() *fake.Clientset {
+		c := servingReadables()
+		c.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if len(failures) == 0 {
+				return false, nil, nil
+			}
+			err := failures[0]
+			failures = failures[1:]
+			return true, nil, err
+		})
+		return c
 	}
 }
 

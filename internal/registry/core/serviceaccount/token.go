@@ -169,7 +169,7 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	if err != nil {
 		// A signer still working when the request's time ran out is a timeout, as the library's
 		// filter says at the deadline itself (the handler's context ends a little before it).
-		if ctx.Err() != nil {
+		if timedOut(ctx, time.Now()) {
 			return nil, apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within the allotted timeout: %v", err), 0)
 		}
 		return nil, apierrors.NewInternalError(err)
@@ -180,6 +180,17 @@ func (r *tokenREST) Create(ctx context.Context, name string, obj runtime.Object,
 	out.CreationTimestamp = metav1.NewTime(tok.Issued)
 	out.Status = authenticationv1.TokenRequestStatus{Token: tok.Raw, ExpirationTimestamp: metav1.NewTime(tok.Expires)}
 	return out, nil
+}
+
+// timedOut says whether the request's time is up at now: its context ended, or its deadline has
+// passed while the context's timer has yet to fire. A gRPC signer cancels its side of the call at
+// the deadline, and its answer (DeadlineExceeded) can reach the handler before that timer does.
+func timedOut(ctx context.Context, now time.Time) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !now.Before(deadline)
 }
 
 // extends says whether the request is one the ServiceAccount admission plugin makes for a pod's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,6 +79,38 @@ func TestPodNode(t *testing.T) {
 			}
 			if got.Name != "n1" || string(got.UID) != tc.wantUID {
 				t.Fatalf("node %s/%s, want n1/%s", got.Name, got.UID, tc.wantUID)
+			}
+		})
+	}
+}
+
+// deadlineOnly is a context whose deadline has passed before its timer ended it: what a handler
+// sees for an instant at the deadline.
+type deadlineOnly struct {
+	context.Context
+	deadline time.Time
+}
+
+func (d deadlineOnly) Deadline() (time.Time, bool) { return d.deadline, true }
+
+func TestTimedOut(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tt := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"no deadline", context.Background(), false},
+		{"deadline ahead", deadlineOnly{context.Background(), now.Add(time.Millisecond)}, false},
+		{"deadline reached, timer not yet fired", deadlineOnly{context.Background(), now}, true},
+		{"deadline passed, timer not yet fired", deadlineOnly{context.Background(), now.Add(-time.Millisecond)}, true},
+		{"context ended", ended, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := timedOut(tt.ctx, now); got != tt.want {
+				t.Errorf("timedOut = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/idplane/idplane/internal/podwalk"
 )
 
 // Pod defaults a pod as upstream does on decode. serviceAccountName is left alone: the
@@ -91,14 +93,8 @@ func podSpec(s *corev1.PodSpec) {
 	for i := range s.Volumes {
 		volume(&s.Volumes[i])
 	}
-	for i := range s.InitContainers {
-		container(&s.InitContainers[i])
-	}
-	for i := range s.Containers {
-		container(&s.Containers[i])
-	}
-	for i := range s.EphemeralContainers {
-		container((*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon))
+	for c := range podwalk.Containers(s) {
+		container(c.Container)
 	}
 	roundResources(s.Overhead)
 	if s.Resources != nil {

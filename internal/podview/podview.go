@@ -18,6 +18,8 @@ package podview
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/idplane/idplane/internal/podwalk"
 )
 
 // Slim drops, in place, what no reader of the shared pod informer reads. It is meant for a pod
@@ -25,14 +27,8 @@ import (
 func Slim(pod *corev1.Pod) {
 	slimMeta(&pod.ObjectMeta)
 	s := &pod.Spec
-	for i := range s.InitContainers {
-		slimContainer(&s.InitContainers[i])
-	}
-	for i := range s.Containers {
-		slimContainer(&s.Containers[i])
-	}
-	for i := range s.EphemeralContainers {
-		slimContainer((*corev1.Container)(&s.EphemeralContainers[i].EphemeralContainerCommon))
+	for c := range podwalk.Containers(s) {
+		slimContainer(c.Container)
 	}
 	for i := range s.Volumes {
 		slimVolume(&s.Volumes[i].VolumeSource)

@@ -1,7 +1,8 @@
 // Command memload measures what `idplane server` holds after the standard populate (by default
 // 47,100 objects, see bench/internal/standardpopulate): its resident set size and Go heap, idle
 // before the populate and once the server has settled after it. Every run launches a fresh
-// server in a temporary directory and stops it at the end, so runs do not share state.
+// server in a temporary directory and stops it at the end, so runs do not share state. With
+// -plane it measures another plane the same way (upstream's, side by side: bench/upstream).
 package main
 
 import (
@@ -20,7 +21,6 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/idplane/idplane/bench/internal/launch"
 	"github.com/idplane/idplane/bench/internal/loadclient"
 	"github.com/idplane/idplane/bench/internal/loadphase"
 	"github.com/idplane/idplane/bench/internal/procstat"
@@ -32,6 +32,7 @@ const tool = "memload"
 
 type config struct {
 	idplane      string
+	planeCmd     string
 	serverArgs   []string
 	populate     standardpopulate.Config
 	settle       time.Duration
@@ -43,7 +44,8 @@ type config struct {
 func parse(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet(tool, flag.ContinueOnError)
-	fs.StringVar(&c.idplane, "idplane", "", "idplane binary to launch (required)")
+	fs.StringVar(&c.idplane, "idplane", "", "idplane binary to launch (this or -plane)")
+	fs.StringVar(&c.planeCmd, "plane", "", "instead of idplane, a command (split on spaces) that starts a fresh plane per run and prints kubeconfig=<path> and pids=<pid>,... once it is ready (bench/upstream/plane.sh); SIGTERM stops it. Its processes' memory is summed")
 	fs.Func("server-arg", "a flag added to `idplane server` (repeatable), e.g. -server-arg=--memory-limit=1GiB", func(s string) error {
 		c.serverArgs = append(c.serverArgs, s)
 		return nil
@@ -56,8 +58,11 @@ func parse(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.idplane == "" {
-		return c, errors.New("-idplane is required")
+	if (c.idplane == "") == (c.planeCmd == "") {
+		return c, errors.New("give one of -idplane and -plane")
+	}
+	if c.planeCmd != "" && len(c.serverArgs) > 0 {
+		return c, errors.New("-server-arg is for -idplane; give a -plane command its own arguments")
 	}
 	if c.runs < 1 {
 		return c, errors.New("-runs must be positive")
@@ -86,6 +91,7 @@ type figures struct {
 
 type report struct {
 	ServerArgs []string  `json:"serverArgs,omitempty"`
+	Plane      string    `json:"plane,omitempty"`
 	Runs       []figures `json:"runs"`
 	Median     figures   `json:"median"`
 }
@@ -93,7 +99,7 @@ type report struct {
 func run(ctx context.Context, c config) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "run\tobjects\tpopulate s\terrors\tidle RSS\tRSS\tRSS anon\tpeak RSS\theap in use\theap goal\tserver CPU s\tload avg\t")
-	rep := report{ServerArgs: c.serverArgs}
+	rep := report{ServerArgs: c.serverArgs, Plane: c.planeCmd}
 	for i := range c.runs {
 		f, err := measure(ctx, c)
 		if err != nil {
@@ -106,7 +112,7 @@ func run(ctx context.Context, c config) error {
 	rep.Median = median(rep.Runs)
 	printRow(w, "median", rep.Median)
 	w.Flush()
-	fmt.Println("(memory in MiB; heap from the server's /metrics, not after a forced GC)")
+	fmt.Println("(memory in MiB, summed over the plane's processes; heap from the API server's /metrics, not after a forced GC)")
 	if c.jsonFile != "" {
 		return toolmain.WriteJSON(c.jsonFile, rep)
 	}
@@ -118,7 +124,7 @@ func printRow(w io.Writer, name string, f figures) {
 		f.IdleRSS, f.RSS, f.RSSAnon, f.PeakRSS, f.HeapInuse, f.HeapGoal, f.ServerCPU, f.LoadAverage)
 }
 
-// measure launches a fresh server, reads its idle memory, populates it, lets it settle and reads
+// measure launches a fresh plane, reads its idle memory, populates it, lets it settle and reads
 // its memory again.
 func measure(ctx context.Context, c config) (figures, error) {
 	var f figures
@@ -127,12 +133,12 @@ func measure(ctx context.Context, c config) (figures, error) {
 		return f, err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := launch.LaunchServer(ctx, launch.ServerOptions{Binary: c.idplane, Dir: dir, Timeout: c.startTimeout, Tool: tool, Args: c.serverArgs})
+	pl, err := startPlane(ctx, c, dir)
 	if err != nil {
 		return f, err
 	}
-	defer srv.Stop()
-	cfg, err := loadclient.RESTConfig(srv.Kubeconfig, tool)
+	defer pl.stop()
+	cfg, err := loadclient.RESTConfig(pl.kubeconfig, tool)
 	if err != nil {
 		return f, err
 	}
@@ -143,12 +149,12 @@ func measure(ctx context.Context, c config) (figures, error) {
 	if err := sleep(ctx, 5*time.Second); err != nil {
 		return f, err
 	}
-	idle, err := procstat.ReadMemory(srv.PID())
+	idle, err := planeMemory(pl.pids)
 	if err != nil {
 		return f, err
 	}
 	f.IdleRSS = procstat.MiB(idle.RSS)
-	cpuBefore, err := procstat.CPU(srv.PID())
+	cpuBefore, err := planeCPU(pl.pids)
 	if err != nil {
 		return f, err
 	}
@@ -160,12 +166,12 @@ func measure(ctx context.Context, c config) (figures, error) {
 	if err := sleep(ctx, c.settle); err != nil {
 		return f, err
 	}
-	m, err := procstat.ReadMemory(srv.PID())
+	m, err := planeMemory(pl.pids)
 	if err != nil {
 		return f, err
 	}
 	f.RSS, f.RSSAnon, f.PeakRSS = procstat.MiB(m.RSS), procstat.MiB(m.Anon), procstat.MiB(m.HWM)
-	cpuAfter, err := procstat.CPU(srv.PID())
+	cpuAfter, err := planeCPU(pl.pids)
 	if err != nil {
 		return f, err
 	}

@@ -50,7 +50,11 @@ func TestParse(t *testing.T) {
 	if strings.Join(c.serverArgs, " ") != "--a=1 --b" || c.populate.Pods != 10 || c.populate.Nodes != 1000 {
 		t.Errorf("parsed %+v", c)
 	}
-	for _, args := range [][]string{{}, {"-idplane", "x", "-runs", "0"}, {"-idplane", "x", "-nodes", "0"}} {
+	if c, err := parse([]string{"-plane", "bench/upstream/plane.sh -k /rsa.key"}); err != nil || c.planeCmd != "bench/upstream/plane.sh -k /rsa.key" {
+		t.Errorf("parse -plane: %+v, %v", c, err)
+	}
+	for _, args := range [][]string{{}, {"-idplane", "x", "-runs", "0"}, {"-idplane", "x", "-nodes", "0"},
+		{"-idplane", "x", "-plane", "y"}, {"-plane", "y", "-server-arg=--a"}} {
 		if _, err := parse(args); err == nil {
 			t.Errorf("parse(%q) accepted", args)
 		}

@@ -6,24 +6,22 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/idplane/idplane/bench/internal/loadclient"
 	"github.com/idplane/idplane/bench/internal/loadphase"
 	"github.com/idplane/idplane/bench/internal/procstat"
+	"github.com/idplane/idplane/bench/internal/promtext"
 	"github.com/idplane/idplane/bench/internal/standardpopulate"
 	"github.com/idplane/idplane/bench/internal/toolmain"
 )
@@ -176,15 +174,9 @@ func measure(ctx context.Context, c config) (figures, error) {
 		return f, err
 	}
 	f.ServerCPU = (cpuAfter - cpuBefore).Seconds()
-	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return f, fmt.Errorf("reading /metrics: %w", err)
-	}
-	g, err := gauges(body, heapInuseMetric, heapGoalMetric)
-	if err != nil {
+	if f.HeapInuse, f.HeapGoal, err = readHeap(ctx, cs.CoreV1().RESTClient()); err != nil {
 		return f, err
 	}
-	f.HeapInuse, f.HeapGoal = procstat.MiB(g[heapInuseMetric]), procstat.MiB(g[heapGoalMetric])
 	f.LoadAverage, _ = procstat.LoadAverage()
 	return f, nil
 }
@@ -205,36 +197,19 @@ const (
 	heapGoalMetric  = "go_memstats_next_gc_bytes"
 )
 
-// gauges reads the named unlabelled gauges from a Prometheus text exposition; every name must
-// be there.
-func gauges(body []byte, names ...string) (map[string]int64, error) {
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
+// readHeap reads the API server's heap in use and heap goal, in MiB, from its /metrics.
+func readHeap(ctx context.Context, c rest.Interface) (inuse, goal float64, err error) {
+	m, err := promtext.Scrape(ctx, c)
+	if err != nil {
+		return 0, 0, err
 	}
-	got := map[string]int64{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !want[name] {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			return nil, fmt.Errorf("parsing %s %q: %w", name, value, err)
-		}
-		got[name] = int64(v)
+	if inuse, err = m.Value(heapInuseMetric); err != nil {
+		return 0, 0, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
+	if goal, err = m.Value(heapGoalMetric); err != nil {
+		return 0, 0, err
 	}
-	for _, n := range names {
-		if _, ok := got[n]; !ok {
-			return nil, fmt.Errorf("/metrics has no %s", n)
-		}
-	}
-	return got, nil
+	return procstat.MiB(int64(inuse)), procstat.MiB(int64(goal)), nil
 }
 
 func median(runs []figures) figures {

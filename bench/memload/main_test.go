@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
-func TestGauges(t *testing.T) {
+// TestReadHeap pins what a user sees of the heap figures; bench/internal/promtext has the
+// parser's own table.
+func TestReadHeap(t *testing.T) {
 	const body = `# HELP go_memstats_heap_inuse_bytes Number of heap bytes that are in use.
 # TYPE go_memstats_heap_inuse_bytes gauge
 go_memstats_heap_inuse_bytes 8.6245376e+08
@@ -13,30 +21,42 @@ go_memstats_next_gc_bytes 1.019e+09
 go_memstats_heap_inuse_bytes_other{x="y"} 1
 `
 	for _, tt := range []struct {
-		name    string
-		body    string
-		want    map[string]int64
-		wantErr string
+		name                string
+		body                string
+		status              int
+		wantInuse, wantGoal float64
+		wantErr             string
 	}{
-		{"both", body, map[string]int64{heapInuseMetric: 862453760, heapGoalMetric: 1019000000}, ""},
-		{"missing", strings.ReplaceAll(body, "next_gc", "last_gc"), nil, "/metrics has no go_memstats_next_gc_bytes"},
-		{"unparsable", strings.ReplaceAll(body, "1.019e+09", "lots"), nil, `parsing go_memstats_next_gc_bytes "lots"`},
+		{name: "both", body: body, wantInuse: 862453760.0 / (1 << 20), wantGoal: 1019000000.0 / (1 << 20)},
+		{name: "missing", body: strings.ReplaceAll(body, "next_gc", "last_gc"), wantErr: "/metrics has no go_memstats_next_gc_bytes"},
+		{name: "unparsable", body: strings.ReplaceAll(body, "1.019e+09", "lots"), wantErr: `parsing go_memstats_next_gc_bytes in /metrics (line 4): expected float as value, got "lots"`},
+		{name: "refused", body: "forbidden\n", status: http.StatusForbidden, wantErr: "reading /metrics"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := gauges([]byte(tt.body), heapInuseMetric, heapGoalMetric)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/metrics" {
+					http.NotFound(w, r)
+					return
+				}
+				if tt.status != 0 {
+					w.WriteHeader(tt.status)
+				}
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inuse, goal, err := readHeap(context.Background(), cs.CoreV1().RESTClient())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
 				}
 				return
 			}
-			if err != nil || len(got) != len(tt.want) {
-				t.Fatalf("gauges = %v, %v; want %v", got, err, tt.want)
-			}
-			for k, v := range tt.want {
-				if got[k] != v {
-					t.Errorf("%s = %d, want %d", k, got[k], v)
-				}
+			if err != nil || inuse != tt.wantInuse || goal != tt.wantGoal {
+				t.Fatalf("readHeap = %v, %v, %v; want %v, %v", inuse, goal, err, tt.wantInuse, tt.wantGoal)
 			}
 		})
 	}

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
+
+	"github.com/idplane/idplane/bench/internal/promtext"
 )
 
 // The series a server's /metrics gives for the live-memory measurement. kube-apiserver and
@@ -122,7 +120,7 @@ func heldPerNode(loaded, stopped []liveReading, baseline []float64, nodes, watch
 // readLive makes the server collect its garbage (a heap profile with gc=1, as the admin), checks
 // from its GC counters that it did, and reads its live memory and open watches.
 func readLive(ctx context.Context, c rest.Interface) (liveReading, error) {
-	before, err := scrapeMetrics(ctx, c)
+	before, err := promtext.Scrape(ctx, c)
 	if err != nil {
 		return liveReading{}, err
 	}
@@ -133,7 +131,7 @@ func readLive(ctx context.Context, c rest.Interface) (liveReading, error) {
 	if _, err := c.Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx); err != nil {
 		return liveReading{}, fmt.Errorf("forcing a garbage collection with /debug/pprof/heap?gc=1: %w", err)
 	}
-	after, err := scrapeMetrics(ctx, c)
+	after, err := promtext.Scrape(ctx, c)
 	if err != nil {
 		return liveReading{}, err
 	}
@@ -149,45 +147,45 @@ func readLive(ctx context.Context, c rest.Interface) (liveReading, error) {
 
 // gcCount is the server's count of forced collections, or of all collections when it does not
 // export the forced ones (a collection that ran is then taken as the one asked for).
-func gcCount(families map[string]*dto.MetricFamily) (float64, error) {
-	if v, err := sum(families, forcedGCMetric, nil); err == nil {
+func gcCount(m promtext.Metrics) (float64, error) {
+	if v, err := m.Value(forcedGCMetric); err == nil {
 		return v, nil
 	}
-	f := families[gcCountMetric]
-	if f == nil || len(f.GetMetric()) == 0 || f.GetMetric()[0].GetSummary() == nil {
+	n, err := m.SummaryCount(gcCountMetric)
+	if err != nil {
 		return 0, fmt.Errorf("/metrics has neither %s nor %s: cannot tell that a collection ran", forcedGCMetric, gcCountMetric)
 	}
-	return float64(f.GetMetric()[0].GetSummary().GetSampleCount()), nil
+	return float64(n), nil
 }
 
-func reading(families map[string]*dto.MetricFamily) (liveReading, error) {
+func reading(m promtext.Metrics) (liveReading, error) {
 	var r liveReading
-	for _, m := range []struct {
+	for _, g := range []struct {
 		name string
 		dst  *float64
 	}{{heapInuseMetric, &r.HeapInuse}, {stackInuseMetric, &r.StackInuse}, {heapLiveMetric, &r.HeapLive}, {heapGoalMetric, &r.HeapGoal}} {
-		v, err := sum(families, m.name, nil)
+		v, err := m.Value(g.name)
 		if err != nil {
 			return r, err
 		}
-		*m.dst = v
+		*g.dst = v
 	}
 	var err error
-	r.Watches, err = watchesIn(families)
+	r.Watches, err = watchesIn(m)
 	return r, err
 }
 
 // watchCount reads the server's open watch requests.
 func watchCount(ctx context.Context, c rest.Interface) (float64, error) {
-	families, err := scrapeMetrics(ctx, c)
+	m, err := promtext.Scrape(ctx, c)
 	if err != nil {
 		return 0, err
 	}
-	return watchesIn(families)
+	return watchesIn(m)
 }
 
-func watchesIn(families map[string]*dto.MetricFamily) (float64, error) {
-	return sum(families, longRunningMetric, map[string]string{"verb": "WATCH"})
+func watchesIn(m promtext.Metrics) (float64, error) {
+	return m.Sum(longRunningMetric, map[string]string{"verb": "WATCH"})
 }
 
 // waitForWatches returns once the servers' open watches, together, are no more than target:
@@ -226,56 +224,6 @@ func totalWatches(ctx context.Context, servers []rest.Interface) (float64, error
 		total += n
 	}
 	return total, nil
-}
-
-// scrapeMetrics reads and parses a server's /metrics as the admin.
-func scrapeMetrics(ctx context.Context, c rest.Interface) (map[string]*dto.MetricFamily, error) {
-	body, err := c.Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading /metrics: %w", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("parsing /metrics: %w", err)
-	}
-	return families, nil
-}
-
-// sum adds the values of a gauge's or counter's samples whose labels include match; it fails
-// when the family is missing.
-func sum(families map[string]*dto.MetricFamily, name string, match map[string]string) (float64, error) {
-	f := families[name]
-	if f == nil {
-		return 0, fmt.Errorf("/metrics has no %s", name)
-	}
-	var total float64
-samples:
-	for _, m := range f.GetMetric() {
-		for k, v := range match {
-			if label(m, k) != v {
-				continue samples
-			}
-		}
-		switch {
-		case m.GetGauge() != nil:
-			total += m.GetGauge().GetValue()
-		case m.GetCounter() != nil:
-			total += m.GetCounter().GetValue()
-		case m.GetUntyped() != nil:
-			total += m.GetUntyped().GetValue()
-		}
-	}
-	return total, nil
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // baselineWatches reads every server's open watches before the nodes start; nil with the reason

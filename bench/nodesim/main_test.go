@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/idplane/idplane/internal/agent/objects"
@@ -261,27 +264,46 @@ func TestNodeCertificate(t *testing.T) {
 	}
 }
 
-func TestParseRSS(t *testing.T) {
+// TestScrapeRSS pins what a user sees of a foreign server's RSS; bench/internal/promtext has the
+// parser's own table.
+func TestScrapeRSS(t *testing.T) {
 	tests := []struct {
 		name, body string
+		status     int
 		want       int64
 		wantErr    string
 	}{
 		{name: "gauge among others", body: "# HELP process_resident_memory_bytes Resident memory size in bytes.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes_max 1\nprocess_resident_memory_bytes 1.48135936e+08\ngo_goroutines 12\n", want: 148135936},
-		{name: "absent", body: "go_goroutines 12\n", wantErr: "has no process_resident_memory_bytes"},
-		{name: "garbled", body: "process_resident_memory_bytes lots\n", wantErr: "parsing process_resident_memory_bytes"},
+		{name: "absent", body: "go_goroutines 12\n", wantErr: "/metrics has no process_resident_memory_bytes"},
+		{name: "garbled", body: "process_resident_memory_bytes lots\n", wantErr: `parsing process_resident_memory_bytes in /metrics (line 1): expected float as value, got "lots"`},
+		{name: "refused", status: http.StatusForbidden, body: "forbidden\n", wantErr: "reading /metrics"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseRSS([]byte(tt.body))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/metrics" {
+					http.NotFound(w, r)
+					return
+				}
+				if tt.status != 0 {
+					w.WriteHeader(tt.status)
+				}
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			admin, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := scrapeRSS(context.Background(), admin)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parseRSS error = %v, want one containing %q", err, tt.wantErr)
+					t.Fatalf("scrapeRSS error = %v, want one containing %q", err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Errorf("parseRSS = %d, %v; want %d", got, err, tt.want)
+				t.Errorf("scrapeRSS = %d, %v; want %d", got, err, tt.want)
 			}
 		})
 	}

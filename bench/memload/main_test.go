@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	"github.com/idplane/idplane/bench/internal/promtext/promtexttest"
 )
 
 // TestReadHeap pins what a user sees of the heap figures; bench/internal/promtext has the
@@ -33,22 +31,7 @@ go_memstats_heap_inuse_bytes_other{x="y"} 1
 		{name: "refused", body: "forbidden\n", status: http.StatusForbidden, wantErr: "reading /metrics"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != "/metrics" {
-					http.NotFound(w, r)
-					return
-				}
-				if tt.status != 0 {
-					w.WriteHeader(tt.status)
-				}
-				_, _ = w.Write([]byte(tt.body))
-			}))
-			defer srv.Close()
-			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inuse, goal, err := readHeap(context.Background(), cs.CoreV1().RESTClient())
+			inuse, goal, err := readHeap(context.Background(), promtexttest.Client(t, tt.status, tt.body).CoreV1().RESTClient())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)

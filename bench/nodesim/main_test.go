@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -14,10 +13,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/idplane/idplane/bench/internal/promtext/promtexttest"
 	"github.com/idplane/idplane/internal/agent/objects"
 	"github.com/idplane/idplane/internal/pki"
 )
@@ -280,22 +278,7 @@ func TestScrapeRSS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != "/metrics" {
-					http.NotFound(w, r)
-					return
-				}
-				if tt.status != 0 {
-					w.WriteHeader(tt.status)
-				}
-				_, _ = w.Write([]byte(tt.body))
-			}))
-			defer srv.Close()
-			admin, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := scrapeRSS(context.Background(), admin)
+			got, err := scrapeRSS(context.Background(), promtexttest.Client(t, tt.status, tt.body))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("scrapeRSS error = %v, want one containing %q", err, tt.wantErr)

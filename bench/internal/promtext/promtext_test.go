@@ -3,12 +3,10 @@ package promtext
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	"github.com/idplane/idplane/bench/internal/promtext/promtexttest"
 )
 
 // body is an exposition as a server writes it: unlabelled gauges, a labelled gauge, a counter,
@@ -168,21 +166,7 @@ func TestScrape(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var path string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				path = r.URL.Path
-				w.WriteHeader(tt.status)
-				_, _ = w.Write([]byte(tt.body))
-			}))
-			defer srv.Close()
-			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := Scrape(context.Background(), cs.CoreV1().RESTClient())
-			if path != "/metrics" {
-				t.Errorf("read %q, want /metrics", path)
-			}
+			m, err := Scrape(context.Background(), promtexttest.Client(t, tt.status, tt.body).CoreV1().RESTClient())
 			if err != nil {
 				check(t, 0, err, tt.want, tt.wantErr)
 				return

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -56,6 +57,7 @@ func parse(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	c.planeCmd = strings.TrimSpace(c.planeCmd)
 	if (c.idplane == "") == (c.planeCmd == "") {
 		return c, errors.New("give one of -idplane and -plane")
 	}

@@ -57,7 +57,7 @@ func TestParse(t *testing.T) {
 		t.Errorf("parse -plane: %+v, %v", c, err)
 	}
 	for _, args := range [][]string{{}, {"-idplane", "x", "-runs", "0"}, {"-idplane", "x", "-nodes", "0"},
-		{"-idplane", "x", "-plane", "y"}, {"-plane", "y", "-server-arg=--a"}} {
+		{"-idplane", "x", "-plane", "y"}, {"-plane", "y", "-server-arg=--a"}, {"-plane", "  "}} {
 		if _, err := parse(args); err == nil {
 			t.Errorf("parse(%q) accepted", args)
 		}

@@ -57,7 +57,7 @@ func TestReadme(t *testing.T) {
 	blocks := readREADME(t)
 	// The setup block is what the test replaces: it must still build what the test links.
 	setup := strings.Join(blocks.setup, "\n")
-	for _, want := range []string{"go build -o bin/idplane ./cmd/idplane", "go build -C tools/kubectl -o \"$PWD/bin/kubectl\" .", "export PATH=\"$PWD/bin:$PATH\""} {
+	for _, want := range []string{"go build -o bin/idplane ./cmd/idplane", "go build -C tools/kubectl -ldflags \"-X k8s.io/component-base/version.gitVersion=" + kubectlVersion + "\" -o \"$PWD/bin/kubectl\" .", "export PATH=\"$PWD/bin:$PATH\""} {
 		if !strings.Contains(setup, want) {
 			t.Errorf("README's setup block no longer says %q; update this test with it", want)
 		}

@@ -7,7 +7,7 @@
 #
 # It prints "kubeconfig=<path>" and "pids=<etcd>,<kube-apiserver>,<kube-controller-manager>"
 # once the API server is ready, then waits; SIGTERM or SIGINT stops the plane and removes its
-# directory. The binaries are built by build.sh (UPSTREAM_BIN, default ~/.cache/idplane-upstream).
+# directory. The binaries are built by build.sh (UPSTREAM_BIN, default ~/.cache/idplane-upstream/bin).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,7 +54,8 @@ trap 'exit 0' INT TERM
 "$idplane" server --data-dir "$dir/idplane" --secure-port 0 >"$dir/idplane.log" 2>&1 &
 ipid=$!
 for _ in $(seq 600); do [ -s "$dir/idplane/admin.kubeconfig" ] && break; sleep 0.1; done
-kill "$ipid"; wait "$ipid" 2>/dev/null || true
+kill "$ipid" 2>/dev/null || true
+wait "$ipid" 2>/dev/null || true
 pki=$dir/idplane/pki
 [ -s "$pki/admin.crt" ] || { echo "plane.sh: idplane wrote no PKI (log: $dir/idplane.log)" >&2; exit 1; }
 [ -n "$key" ] || key=$pki/sa.key

@@ -48,9 +48,11 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-go mod init upstream-etcd >/dev/null 2>&1
-go get "go.etcd.io/etcd/server/v3@$etcd" >/dev/null 2>&1
-go mod tidy >/dev/null 2>&1
+# quiet unless they fail
+if ! { go mod init upstream-etcd && go get "go.etcd.io/etcd/server/v3@$etcd" && go mod tidy; } >"$work/etcd.log" 2>&1; then
+	cat "$work/etcd.log" >&2
+	exit 1
+fi
 echo "building etcd $etcd" >&2
 go build -o "$bin/etcd" .
 echo "$bin: etcd kube-apiserver kube-controller-manager" >&2

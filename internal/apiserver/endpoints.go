@@ -2,6 +2,8 @@ package apiserver
 
 import (
 	"github.com/emicklei/go-restful/v3"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/routes"
 	"k8s.io/klog/v2"
@@ -24,6 +26,14 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 		return err
 	}
 	reviews := reviewStorage{}
+	served, readableStorage := reviews.add, rest.Storage(nil)
+	if readables != nil {
+		readableStorage = readables.storage
+		served = func(gv schema.GroupVersion, storage map[string]rest.Storage) {
+			reviews.add(gv, storage)
+			readables.served(gv, storage)
+		}
+	}
 	if err := installAPIs(srv, apiDeps{
 		optsGetter: a.cfg.RESTOptionsGetter,
 		authorizer: a.cfg.Authorization.Authorizer,
@@ -32,9 +42,9 @@ func (a *assembly) endpoints(srv *genericapiserver.GenericAPIServer, authz autho
 		authn:      a.cfg.Authentication.Authenticator,
 		audiences:  a.in.tokens.audiences,
 		tokens:     tokens.config,
-		served:     reviews.add,
+		served:     served,
 
-		nodeReadables: readables,
+		nodeReadables: readableStorage,
 	}); err != nil {
 		return err
 	}

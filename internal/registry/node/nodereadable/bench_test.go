@@ -41,7 +41,7 @@ func BenchmarkHubFanOut(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		n, s := i%nodes, (i/nodes)%perNode
-		h.ObjectChanged(secret("ns", fmt.Sprintf("s%d-%d", n, s), fmt.Sprint(i+1)), false)
+		objectChanged(h, secret("ns", fmt.Sprintf("s%d-%d", n, s), fmt.Sprint(i+1)), false)
 		i++
 	}
 	// The op is done when its event has reached its watcher's client.
@@ -72,9 +72,9 @@ func BenchmarkHubMemory(b *testing.B) {
 			names[n] = fmt.Sprintf("node-%d", n)
 		}
 		before := heap()
-		h := NewHub(DefaultLogSize)
+		h := newTestHub(DefaultLogSize)
 		for _, o := range objects {
-			h.ObjectChanged(o, false)
+			objectChanged(h, o, false)
 		}
 		for i, o := range objects {
 			h.PathChanged(path(names[i%nodes], "ns", o.Name, true))

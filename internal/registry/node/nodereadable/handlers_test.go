@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -14,7 +15,7 @@ import (
 )
 
 func configMap(ns, name, rv string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}, Data: map[string]string{"v": rv}}
 }
 
 // TestInformerHandlers drives the handlers the server's Secret and ConfigMap informers call, with
@@ -36,24 +37,24 @@ func TestInformerHandlers(t *testing.T) {
 		{"tombstone with the object", func(h *Hub) {
 			secrets(h).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: secret("ns", "s", "1")})
 		}, []string{"DELETED ns/secret.s@1"}, []string{"ns/configmap.c"}},
-		{"tombstone with a stale object", func(h *Hub) {
+		{"tombstone with a stale object: the name only", func(h *Hub) {
 			secrets(h).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: secret("ns", "s", "0")})
-		}, []string{"DELETED ns/secret.s@1"}, []string{"ns/configmap.c"}},
+		}, []string{"DELETED ns/secret.s@1 (name only)"}, []string{"ns/configmap.c"}},
 		{"tombstone with only a key", func(h *Hub) {
 			secrets(h).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/s"})
-		}, []string{"DELETED ns/secret.s@1"}, []string{"ns/configmap.c"}},
+		}, []string{"DELETED ns/secret.s@1 (name only)"}, []string{"ns/configmap.c"}},
 		{"configmap tombstone with only a key", func(h *Hub) {
 			configMaps(h).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c"})
-		}, []string{"DELETED ns/configmap.c@"}, []string{"ns/secret.s"}},
+		}, []string{"DELETED ns/configmap.c@2 (name only)"}, []string{"ns/secret.s"}},
 		{"tombstone with an object of the other kind: the informer's kind and the key decide", func(h *Hub) {
 			secrets(h).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: configMap("ns", "s", "5")})
-		}, []string{"DELETED ns/secret.s@1"}, []string{"ns/configmap.c"}},
+		}, []string{"DELETED ns/secret.s@1 (name only)"}, []string{"ns/configmap.c"}},
 		{"tombstone whose object has another name: the key decides", func(h *Hub) {
 			secrets(h).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: secret("ns", "other", "5")})
-		}, []string{"DELETED ns/secret.s@1"}, []string{"ns/configmap.c"}},
+		}, []string{"DELETED ns/secret.s@1 (name only)"}, []string{"ns/configmap.c"}},
 		{"tombstone with a typed nil object and a key", func(h *Hub) {
 			secrets(h).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: (*corev1.Secret)(nil)})
-		}, []string{"DELETED ns/secret.s@1"}, []string{"ns/configmap.c"}},
+		}, []string{"DELETED ns/secret.s@1 (name only)"}, []string{"ns/configmap.c"}},
 		{"tombstone with no key and the object", func(h *Hub) {
 			secrets(h).OnDelete(cache.DeletedFinalStateUnknown{Obj: secret("ns", "s", "1")})
 		}, []string{"DELETED ns/secret.s@1"}, []string{"ns/configmap.c"}},
@@ -75,13 +76,17 @@ func TestInformerHandlers(t *testing.T) {
 		{"a deletion after a key-only tombstone, then the object again", func(h *Hub) {
 			secrets(h).OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/s"})
 			secrets(h).OnDelete(secret("ns", "s", "1"))
+			sourceOf(h).set(secret("ns", "s", "7"), false)
 			secrets(h).OnAdd(secret("ns", "s", "7"), false)
-		}, []string{"DELETED ns/secret.s@1", "ADDED ns/secret.s@7"}, []string{"ns/configmap.c", "ns/secret.s"}},
+		}, []string{"DELETED ns/secret.s@1 (name only)", "ADDED ns/secret.s@7"}, []string{"ns/configmap.c", "ns/secret.s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := readyHub(64)
 			h.PathChanged(node.ReadableChange{Node: "n1", Namespace: "ns", Name: "s", Readable: true})
 			h.PathChanged(node.ReadableChange{Node: "n1", Namespace: "ns", Name: "c", ConfigMap: true, Readable: true})
+			for _, obj := range []runtime.Object{secret("ns", "s", "1"), configMap("ns", "c", "2")} {
+				sourceOf(h).set(obj, false)
+			}
 			secrets(h).OnAdd(secret("ns", "s", "1"), true)
 			configMaps(h).OnAdd(configMap("ns", "c", "2"), true)
 			w, err := h.open("n1", "", start{}, false, time.Minute, clocktesting.NewFakeClock(time.Now()))
@@ -92,16 +97,16 @@ func TestInformerHandlers(t *testing.T) {
 			tc.do(h)
 			// A marker event behind the case's own ones shows that nothing else came.
 			h.PathChanged(node.ReadableChange{Node: "n1", Namespace: "ns", Name: "marker", Readable: true})
-			h.ObjectChanged(secret("ns", "marker", "99"), false)
+			objectChanged(h, secret("ns", "marker", "99"), false)
 			got := describe(drain(t, w, len(tc.want)+1))
 			if want := append(slices.Clone(tc.want), "ADDED ns/secret.marker@99"); !slices.Equal(got, want) {
 				t.Errorf("events: got %q, want %q", got, want)
 			}
 			h.mu.Lock()
 			var items []string
-			for _, it := range h.snapshotLocked("n1", "") {
-				if it.Name != "secret.marker" {
-					items = append(items, it.Namespace+"/"+it.Name)
+			for _, r := range h.snapshotLocked("n1", "") {
+				if r.name != "marker" {
+					items = append(items, r.namespace+"/"+r.itemName())
 				}
 			}
 			h.mu.Unlock()

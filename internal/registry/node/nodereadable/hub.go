@@ -2,15 +2,20 @@
 // ConfigMaps the Node authorizer lets it read now, listed and watched as one stream.
 //
 // A Hub joins two feeds: the Node authorizer's graph, which says when a node gains or loses its
-// last path to an object, and the server's Secret and ConfigMap informers, which say when an
-// object appears, changes or goes. From them it derives each node's events (ADDED when a path
+// last path to an object, and a Secret and a ConfigMap feed (the server's ConfigMap informer, and
+// a Secret feed of its own, FeedSecrets), which say when an object appears, changes or goes. From them it derives each node's events (ADDED when a path
 // appears for an existing object or the object is created while a path exists, MODIFIED when the
 // object changes, DELETED when the path or the object goes) and numbers them on one counter, the
 // stream position clients resume from. Recent events are kept in a bounded log; a watch resumed
 // from a position the log no longer covers is told 410 Gone, so its client lists again.
 //
-// The Hub holds the informers' objects by pointer and each node's paths as keys: an open watch
-// costs its queue and one goroutine, never a copy of the objects.
+// The Hub holds no object: per Secret or ConfigMap only its resourceVersion and the nodes with a
+// path to it. An ADDED or MODIFIED event carries the object as the Source reads it when the event
+// is delivered, and only while the node's path has stood unbroken since it appeared; a path
+// broken in between is followed by its DELETED, so the event is dropped, never served with
+// content the node could not GET. DELETED carries the deleted object's last state, or just its
+// name and resourceVersion when the path went. So the Hub costs per path a few words, and an open
+// watch its queue and one goroutine, whatever the objects weigh.
 package nodereadable
 
 import (
@@ -48,14 +53,20 @@ func (r ref) itemName() string {
 	return nodev1alpha1.SecretPrefix + r.name
 }
 
-// logEntry is one event of one node's stream.
+// logEntry is one event of one node's stream. last is set for a DELETED of the object itself (its
+// last state) and for a BOOKMARK (the bookmark); ADDED and MODIFIED read the object on delivery.
 type logEntry struct {
-	seq  uint64
-	node string
-	typ  watch.EventType
-	ref  ref
-	obj  runtime.Object
+	seq      uint64
+	node     string
+	typ      watch.EventType
+	ref      ref
+	revision uint64
+	last     runtime.Object
 }
+
+// Source reads a Secret (or with configMap a ConfigMap) as it is now, at least as new as what the
+// Hub's feeds have told; found is false when it does not exist.
+type Source func(ctx context.Context, configMap bool, namespace, name string) (obj runtime.Object, found bool, err error)
 
 // DefaultLogSize is how many recent events a Hub keeps for watches that resume.
 const DefaultLogSize = 16384
@@ -66,28 +77,30 @@ type Hub struct {
 	// mistaken for one of ours.
 	epoch uint64
 
+	source Source
+
 	mu sync.Mutex
-	// seq is the position of the last event.
-	seq uint64
-	// objects holds, per Secret or ConfigMap, the object as the informers last told (shared with
-	// them) and the nodes with a path to it; readable lists each node's paths.
+	// seq is the position of the last event; paths numbers the paths that appear.
+	seq, paths uint64
+	// objects holds, per Secret or ConfigMap, its resourceVersion as the feeds last told and the
+	// nodes with a path to it; readable lists each node's paths.
 	objects  map[ref]*entry
 	readable map[string]map[ref]struct{}
 	// log is a ring of the last events; first is the index of the oldest, size how many it holds.
 	log         []logEntry
 	first, size int
 	// lastRevision is, per kind (0 secrets, 1 configmaps), the highest resourceVersion the
-	// informer has delivered; advanced is closed and replaced whenever one grows.
+	// feed has delivered; advanced is closed and replaced whenever one grows.
 	lastRevision [2]uint64
 	advanced     chan struct{}
 	watchers     map[string]map[*watcher]struct{}
-	// synced is closed once both informers have delivered their initial lists.
+	// synced is closed once both feeds have delivered their initial lists.
 	synced     chan struct{}
 	syncedOnce sync.Once
 }
 
-// NewHub returns an empty Hub keeping logSize recent events.
-func NewHub(logSize int) *Hub {
+// NewHub returns an empty Hub keeping logSize recent events, reading objects from source.
+func NewHub(logSize int, source Source) *Hub {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(fmt.Sprintf("reading randomness for the stream epoch: %v", err))
@@ -97,6 +110,7 @@ func NewHub(logSize int) *Hub {
 		// The sequence starts at a random point too, so that even two Hubs that drew the same
 		// epoch do not give overlapping positions.
 		seq:      binary.BigEndian.Uint64(b[8:]) & (seqMask >> 1),
+		source:   source,
 		objects:  map[ref]*entry{},
 		readable: map[string]map[ref]struct{}{},
 		log:      make([]logEntry, logSize),
@@ -136,36 +150,48 @@ func (h *Hub) PathChanged(c node.ReadableChange) {
 			e = &entry{}
 			h.objects[r] = e
 		}
-		e.readers = append(e.readers, c.Node)
+		h.paths++
+		e.readers = append(e.readers, reader{c.Node, h.paths})
 		add(h.readable, c.Node, r)
-		if e.obj != nil {
-			h.emitLocked(c.Node, watch.Added, r, e.obj)
+		if e.revision != 0 {
+			h.emitLocked(c.Node, watch.Added, r, e.revision, nil)
 		}
 		return
 	}
 	if e == nil {
 		return
 	}
-	if i := slices.Index(e.readers, c.Node); i >= 0 {
+	if i := e.reader(c.Node); i >= 0 {
 		e.readers = slices.Delete(e.readers, i, i+1)
 	}
 	remove(h.readable, c.Node, r)
-	if e.obj != nil {
-		h.emitLocked(c.Node, watch.Deleted, r, e.obj)
+	if e.revision != 0 {
+		h.emitLocked(c.Node, watch.Deleted, r, e.revision, nil)
 	} else if len(e.readers) == 0 {
 		delete(h.objects, r)
 	}
 }
 
-// entry is one Secret or ConfigMap: the object, nil until the informers deliver it, and the nodes
-// with a path to it (usually one; a list is smaller than a set at that size).
+// entry is one Secret or ConfigMap: its resourceVersion, 0 while the feeds know of no such object,
+// and the nodes with a path to it (usually one; a list is smaller than a set at that size).
 type entry struct {
-	obj     runtime.Object
-	readers []string
+	revision uint64
+	readers  []reader
+}
+
+// reader is a node with a path to an entry; path numbers the path, so that a path that went and
+// came back is told from one that stood.
+type reader struct {
+	node string
+	path uint64
+}
+
+func (e *entry) reader(nodeName string) int {
+	return slices.IndexFunc(e.readers, func(r reader) bool { return r.node == nodeName })
 }
 
 // ObjectChanged tells the Hub of a Secret or ConfigMap as it is now; deleted says it went, obj
-// being its last state. The informers' handlers (handler) call the same paths.
+// being its last state. The feeds (handler, feed) call the same paths.
 func (h *Hub) ObjectChanged(obj runtime.Object, deleted bool) {
 	_, isConfigMap := obj.(*corev1.ConfigMap)
 	o, r, ok := refOf(isConfigMap, obj)
@@ -179,13 +205,13 @@ func (h *Hub) ObjectChanged(obj runtime.Object, deleted bool) {
 	}
 }
 
-// objectUpdated records obj, the object r names as it is now, and tells r's readers.
+// objectUpdated records that the object r names is now at obj's resourceVersion, and tells r's
+// readers.
 func (h *Hub) objectUpdated(r ref, obj runtime.Object) {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return
+	revision := revisionOf(obj)
+	if revision == 0 {
+		return // not an object storage has written: nothing a reader could be shown
 	}
-	revision, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.noteRevisionLocked(r.configMap, revision)
@@ -195,41 +221,52 @@ func (h *Hub) objectUpdated(r ref, obj runtime.Object) {
 		h.objects[r] = e
 	}
 	typ := watch.Added
-	if e.obj != nil {
-		if om, err := meta.Accessor(e.obj); err == nil && om.GetResourceVersion() == m.GetResourceVersion() {
+	if e.revision != 0 {
+		if e.revision == revision {
 			return // a resync: nothing changed
 		}
 		typ = watch.Modified
 	}
-	e.obj = obj
-	for _, n := range e.readers {
-		h.emitLocked(n, typ, r, obj)
+	e.revision = revision
+	for _, rd := range e.readers {
+		h.emitLocked(rd.node, typ, r, revision, nil)
 	}
 }
 
-// objectDeleted forgets the object r names and tells its readers, with the last state the Hub
-// holds. last is the deleted object as the informer knew it, nil when unknown (a tombstone with
-// only a key): it only advances the informer's revision.
-func (h *Hub) objectDeleted(r ref, last runtime.Object) {
-	var revision uint64
-	if last != nil {
-		if m, err := meta.Accessor(last); err == nil {
-			revision, _ = strconv.ParseUint(m.GetResourceVersion(), 10, 64)
-		}
+// revisionOf is obj's resourceVersion as a number, 0 when it has none.
+func revisionOf(obj runtime.Object) uint64 {
+	if obj == nil {
+		return 0
 	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return 0
+	}
+	revision, _ := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+	return revision
+}
+
+// objectDeleted forgets the object r names and tells its readers. last is the deleted object as
+// its feed knew it, nil when unknown (a tombstone with only a key); readers are sent it when it is
+// at least as new as what the Hub knew, else only the object's name and last known version.
+func (h *Hub) objectDeleted(r ref, last runtime.Object) {
+	revision := revisionOf(last)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.noteRevisionLocked(r.configMap, revision)
 	e := h.objects[r]
-	if e == nil || e.obj == nil {
+	if e == nil || e.revision == 0 {
 		return
 	}
-	old := e.obj
-	if e.obj = nil; len(e.readers) == 0 {
+	known := e.revision
+	if revision < known {
+		last, revision = nil, known // stale: what it holds is not the object's last state
+	}
+	if e.revision = 0; len(e.readers) == 0 {
 		delete(h.objects, r)
 	}
-	for _, n := range e.readers {
-		h.emitLocked(n, watch.Deleted, r, old)
+	for _, rd := range e.readers {
+		h.emitLocked(rd.node, watch.Deleted, r, revision, last)
 	}
 }
 
@@ -245,13 +282,14 @@ func (h *Hub) noteRevisionLocked(configMap bool, revision uint64) {
 	}
 }
 
-// MarkSynced says both informers have delivered their initial lists; requests wait for it.
+// MarkSynced says both feeds have delivered their initial lists; requests wait for it.
 func (h *Hub) MarkSynced() { h.syncedOnce.Do(func() { close(h.synced) }) }
 
-// emitLocked numbers an event of node's stream, logs it and hands it to node's watchers.
-func (h *Hub) emitLocked(nodeName string, typ watch.EventType, r ref, obj runtime.Object) {
+// emitLocked numbers an event of node's stream, logs it and hands it to node's watchers. last is
+// the object's last state, for a DELETED of the object itself.
+func (h *Hub) emitLocked(nodeName string, typ watch.EventType, r ref, revision uint64, last runtime.Object) {
 	h.seq++
-	e := logEntry{seq: h.seq, node: nodeName, typ: typ, ref: r, obj: obj}
+	e := logEntry{seq: h.seq, node: nodeName, typ: typ, ref: r, revision: revision, last: last}
 	if len(h.log) > 0 {
 		if h.size == len(h.log) {
 			h.log[h.first] = e
@@ -263,17 +301,81 @@ func (h *Hub) emitLocked(nodeName string, typ watch.EventType, r ref, obj runtim
 	}
 	for w := range h.watchers[nodeName] {
 		if w.namespace == "" || w.namespace == r.namespace {
-			w.enqueueLocked(h.event(e))
+			w.enqueueLocked(e)
 		}
 	}
 }
 
-// event turns a logged event into the watch event a client receives.
-func (h *Hub) event(e logEntry) watch.Event {
-	return watch.Event{Type: e.typ, Object: h.item(e.node, e.ref, e.obj, e.seq)}
+// event turns a logged event into the watch event a client receives; ok is false for an ADDED or
+// MODIFIED that must not be sent: the object is gone, or the node's path broke since the event
+// (a DELETED follows in the stream either way).
+func (h *Hub) event(ctx context.Context, e logEntry) (ev watch.Event, ok bool, err error) {
+	switch e.typ {
+	case watch.Bookmark:
+		return watch.Event{Type: watch.Bookmark, Object: e.last}, true, nil
+	case watch.Deleted:
+		last := e.last
+		if last == nil {
+			last = nameOnly(e.ref, e.revision)
+		}
+		return watch.Event{Type: e.typ, Object: h.item(e.node, e.ref, last, e.seq)}, true, nil
+	}
+	obj, ok, err := h.readFor(ctx, e.node, e.ref)
+	if !ok {
+		return watch.Event{}, false, err
+	}
+	return watch.Event{Type: e.typ, Object: h.item(e.node, e.ref, obj, e.seq)}, true, nil
 }
 
-// item is the NodeReadable for obj in node's stream at position seq. It shares obj.
+// readFor reads the object r names for node, if node has had a path to it throughout the read:
+// the path must stand, unbroken, both before and after the Source answers, so that what is read
+// is what a GET by node would have been given at some moment of the read.
+func (h *Hub) readFor(ctx context.Context, nodeName string, r ref) (runtime.Object, bool, error) {
+	before, ok := h.pathOf(nodeName, r)
+	if !ok {
+		return nil, false, nil
+	}
+	obj, found, err := h.source(ctx, r.configMap, r.namespace, r.name)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %s/%s for node %q: %w", r.namespace, r.itemName(), nodeName, err)
+	}
+	if !found {
+		return nil, false, nil
+	}
+	if o, got, ok := refOf(r.configMap, obj); !ok || got != r {
+		return nil, false, fmt.Errorf("reading %s/%s for node %q: the source answered with another object (%T)", r.namespace, r.itemName(), nodeName, o)
+	}
+	if after, ok := h.pathOf(nodeName, r); !ok || after != before {
+		return nil, false, nil
+	}
+	return obj, true, nil
+}
+
+// pathOf is the number of node's path to r, if it has one.
+func (h *Hub) pathOf(nodeName string, r ref) (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.objects[r]; e != nil {
+		if i := e.reader(nodeName); i >= 0 {
+			return e.readers[i].path, true
+		}
+	}
+	return 0, false
+}
+
+// nameOnly is the object r names with only its name and resourceVersion: what a DELETED says when
+// the node may no longer see the object's content.
+func nameOnly(r ref, revision uint64) runtime.Object {
+	m := metav1.ObjectMeta{Namespace: r.namespace, Name: r.name, ResourceVersion: strconv.FormatUint(revision, 10)}
+	if r.configMap {
+		return &corev1.ConfigMap{ObjectMeta: m}
+	}
+	return &corev1.Secret{ObjectMeta: m}
+}
+
+// item is the NodeReadable for obj in node's stream at position seq. It holds a shallow copy of
+// obj without managed fields: the Source's objects may be shared with its cache and are not
+// changed.
 func (h *Hub) item(nodeName string, r ref, obj runtime.Object, seq uint64) *nodev1alpha1.NodeReadable {
 	it := &nodev1alpha1.NodeReadable{
 		ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.itemName(), ResourceVersion: h.position(seq)},
@@ -281,40 +383,57 @@ func (h *Hub) item(nodeName string, r ref, obj runtime.Object, seq uint64) *node
 	}
 	switch o := obj.(type) {
 	case *corev1.Secret:
-		it.Secret = o
+		c := *o
+		c.ManagedFields = nil
+		it.Secret = &c
 	case *corev1.ConfigMap:
-		it.ConfigMap = o
+		c := *o
+		c.ManagedFields = nil
+		it.ConfigMap = &c
 	}
 	return it
 }
 
-// snapshotLocked lists node's items in namespace ("" for all) at the current position.
-func (h *Hub) snapshotLocked(nodeName, namespace string) []nodev1alpha1.NodeReadable {
-	var items []nodev1alpha1.NodeReadable
-	for r := range h.readable[nodeName] {
-		if namespace != "" && r.namespace != namespace {
-			continue
-		}
-		if e := h.objects[r]; e != nil && e.obj != nil {
-			items = append(items, *h.item(nodeName, r, e.obj, h.seq))
-		}
-	}
-	return items
-}
-
-// missingLocked are node's paths (in namespace, "" for all) to objects the informers have not
-// delivered.
-func (h *Hub) missingLocked(nodeName, namespace string) []ref {
+// snapshotLocked lists node's paths in namespace ("" for all) to objects that exist.
+func (h *Hub) snapshotLocked(nodeName, namespace string) []ref {
 	var out []ref
 	for r := range h.readable[nodeName] {
-		if e := h.objects[r]; (e == nil || e.obj == nil) && (namespace == "" || r.namespace == namespace) {
+		if e := h.objects[r]; e != nil && e.revision != 0 && (namespace == "" || r.namespace == namespace) {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// waitRevision waits until the informer of r's kind has delivered revision, or ctx ends.
+// items reads the objects refs name for node, at position seq; an object gone or no longer
+// readable by node is left out.
+func (h *Hub) items(ctx context.Context, nodeName string, refs []ref, seq uint64) ([]nodev1alpha1.NodeReadable, error) {
+	items := make([]nodev1alpha1.NodeReadable, 0, len(refs))
+	for _, r := range refs {
+		obj, ok, err := h.readFor(ctx, nodeName, r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			items = append(items, *h.item(nodeName, r, obj, seq))
+		}
+	}
+	return items, nil
+}
+
+// missingLocked are node's paths (in namespace, "" for all) to objects the feeds have not
+// delivered.
+func (h *Hub) missingLocked(nodeName, namespace string) []ref {
+	var out []ref
+	for r := range h.readable[nodeName] {
+		if e := h.objects[r]; (e == nil || e.revision == 0) && (namespace == "" || r.namespace == namespace) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitRevision waits until the feed of r's kind has delivered revision, or ctx ends.
 func (h *Hub) waitRevision(ctx context.Context, configMap bool, revision uint64) error {
 	i := 0
 	if configMap {
@@ -368,28 +487,31 @@ type start struct {
 func (h *Hub) open(nodeName, namespace string, s start, bookmarks bool, interval time.Duration, clk clock.WithTicker) (*watcher, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
 	w := &watcher{
 		hub: h, node: nodeName, namespace: namespace, bookmarks: bookmarks, interval: interval, clock: clk,
 		result: make(chan watch.Event), stop: make(chan struct{}), wake: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel,
 	}
 	if s.resume {
 		if s.from > h.seq || s.from+uint64(h.size) < h.seq {
+			cancel()
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %s (%s)", h.position(s.from), h.position(h.seq)))
 		}
 		for i := range h.size {
 			e := h.log[(h.first+i)%len(h.log)]
 			if e.seq > s.from && e.node == nodeName && (namespace == "" || e.ref.namespace == namespace) {
-				w.queue = append(w.queue, h.event(e))
+				w.queue = append(w.queue, e)
 			}
 		}
 	}
 	if s.initial {
-		for _, it := range h.snapshotLocked(nodeName, namespace) {
-			w.queue = append(w.queue, watch.Event{Type: watch.Added, Object: &it})
+		for _, r := range h.snapshotLocked(nodeName, namespace) {
+			w.queue = append(w.queue, logEntry{seq: h.seq, node: nodeName, typ: watch.Added, ref: r})
 		}
 	}
 	if s.endMarker {
-		w.queue = append(w.queue, bookmarkEvent(h.position(h.seq), true))
+		w.queue = append(w.queue, logEntry{typ: watch.Bookmark, last: bookmark(h.position(h.seq), true)})
 	}
 	w.limit = len(w.queue) + maxBacklog
 	add(h.watchers, nodeName, w)

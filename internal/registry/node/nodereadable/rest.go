@@ -38,7 +38,7 @@ type Probe func(ctx context.Context, configMap bool, namespace, name string) (re
 type Options struct {
 	// BookmarkInterval is how often an idle watch that allows bookmarks gets one.
 	BookmarkInterval time.Duration
-	// CatchUpTimeout bounds how long a list waits for the informers to deliver an object storage
+	// CatchUpTimeout bounds how long a list waits for the feeds to deliver an object storage
 	// already holds.
 	CatchUpTimeout time.Duration
 	Clock          clock.WithTicker
@@ -129,17 +129,16 @@ func (s *REST) List(ctx context.Context, opts *metainternalversion.ListOptions) 
 		return nil, err
 	}
 	s.hub.mu.Lock()
-	list := &nodev1alpha1.NodeReadableList{
-		ListMeta: metav1.ListMeta{ResourceVersion: s.hub.position(s.hub.seq)},
-		Items:    s.hub.snapshotLocked(nodeName, namespace),
-	}
+	seq, refs := s.hub.seq, s.hub.snapshotLocked(nodeName, namespace)
 	s.hub.mu.Unlock()
+	items, err := s.hub.items(ctx, nodeName, refs, seq)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	list := &nodev1alpha1.NodeReadableList{ListMeta: metav1.ListMeta{ResourceVersion: s.hub.position(seq)}, Items: items}
 	slices.SortFunc(list.Items, func(a, b nodev1alpha1.NodeReadable) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	if list.Items == nil {
-		list.Items = []nodev1alpha1.NodeReadable{}
-	}
 	return list, nil
 }
 
@@ -187,14 +186,14 @@ func (s *REST) ready(ctx context.Context) error {
 	case <-s.hub.synced:
 		return nil
 	case <-ctx.Done():
-		return apierrors.NewServiceUnavailable("nodereadables are not ready: the server's secret and configmap informers have not synced")
+		return apierrors.NewServiceUnavailable("nodereadables are not ready: the server's secret and configmap feeds have not synced")
 	}
 }
 
 // catchUp makes the node's items at least what GETs would allow and find: the graph first
 // catches up with storage, as the Node authorizer lets it before refusing; then every object the
-// node has a path to but the informers have not delivered is read from storage, and if it exists
-// the list waits until the informers deliver it.
+// node has a path to but the feeds have not delivered is read from storage, and if it exists
+// the list waits until the feeds deliver it.
 func (s *REST) catchUp(ctx context.Context, nodeName, namespace string) error {
 	if err := s.ready(ctx); err != nil {
 		return err
@@ -219,20 +218,18 @@ func (s *REST) catchUp(ctx context.Context, nodeName, namespace string) error {
 			continue
 		}
 		if err := s.hub.waitRevision(ctx, r.configMap, revision); err != nil {
-			return apierrors.NewTimeoutError(fmt.Sprintf("the server's informers have not yet delivered %s/%s", r.namespace, r.itemName()), 1)
+			return apierrors.NewTimeoutError(fmt.Sprintf("the server's feeds have not yet delivered %s/%s", r.namespace, r.itemName()), 1)
 		}
 	}
 	return nil
 }
 
 // Attach feeds the Hub from the graph (subscribe is the Node authorizer's SubscribeReadable) and
-// from the server's Secret and ConfigMap informers. Requests wait until WaitSynced has seen the
-// informers sync.
-func (h *Hub) Attach(subscribe func(func(node.ReadableChange)), secrets, configMaps cache.SharedIndexInformer) error {
-	for i, inf := range []cache.SharedIndexInformer{secrets, configMaps} {
-		if _, err := inf.AddEventHandler(h.handler(i == 1)); err != nil {
-			return fmt.Errorf("watching the informers for nodereadables: %w", err)
-		}
+// from the server's ConfigMap informer; Secrets come from FeedSecrets. Requests wait until
+// WaitSynced has seen both feeds sync.
+func (h *Hub) Attach(subscribe func(func(node.ReadableChange)), configMaps cache.SharedIndexInformer) error {
+	if _, err := configMaps.AddEventHandler(h.handler(true)); err != nil {
+		return fmt.Errorf("watching the configmap informer for nodereadables: %w", err)
 	}
 	subscribe(h.PathChanged)
 	return nil

@@ -1,10 +1,13 @@
 package nodereadable
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
@@ -16,7 +19,8 @@ import (
 const maxBacklog = 1024
 
 // watcher is one open watch of a node's stream. The Hub queues its events under the Hub's lock;
-// one goroutine hands them to the client, and sends bookmarks when the client allows them.
+// one goroutine reads each event's object, hands it to the client, and sends bookmarks when the
+// client allows them.
 type watcher struct {
 	hub             *Hub
 	node, namespace string
@@ -28,9 +32,12 @@ type watcher struct {
 	stop   chan struct{}
 	once   sync.Once
 	wake   chan struct{}
+	// ctx bounds the reads of the events' objects; Stop cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu         sync.Mutex
-	queue      []watch.Event
+	queue      []logEntry
 	limit      int
 	overflowed bool
 }
@@ -41,7 +48,10 @@ func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 
 // Stop ends the watch; the result channel closes.
 func (w *watcher) Stop() {
-	w.once.Do(func() { close(w.stop) })
+	w.once.Do(func() {
+		close(w.stop)
+		w.cancel()
+	})
 	w.hub.mu.Lock()
 	remove(w.hub.watchers, w.node, w)
 	w.hub.mu.Unlock()
@@ -49,7 +59,7 @@ func (w *watcher) Stop() {
 
 // enqueueLocked queues e; the Hub's lock is held. A watcher whose client does not keep up is
 // dropped from the Hub and ends.
-func (w *watcher) enqueueLocked(e watch.Event) {
+func (w *watcher) enqueueLocked(e logEntry) {
 	w.mu.Lock()
 	if len(w.queue) >= w.limit {
 		w.overflowed = true
@@ -66,21 +76,24 @@ func (w *watcher) enqueueLocked(e watch.Event) {
 }
 
 // next takes the next queued event; more is false when none is queued.
-func (w *watcher) next() (e watch.Event, more, overflowed bool) {
+func (w *watcher) next() (e logEntry, more, overflowed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.queue) == 0 {
 		w.queue = nil
-		return watch.Event{}, false, w.overflowed
+		return logEntry{}, false, w.overflowed
 	}
 	e = w.queue[0]
-	w.queue[0] = watch.Event{}
+	w.queue[0] = logEntry{}
 	w.queue = w.queue[1:]
 	return e, true, w.overflowed
 }
 
+// run delivers the queue. A read of an event's object that fails ends the watch: its client
+// resumes from the last event it got, and the log replays the rest.
 func (w *watcher) run() {
 	defer close(w.result)
+	defer w.cancel()
 	var tick <-chan time.Time
 	if w.bookmarks {
 		t := w.clock.NewTicker(w.interval)
@@ -93,8 +106,16 @@ func (w *watcher) run() {
 			return
 		}
 		if more {
+			ev, ok, err := w.hub.event(w.ctx, e)
+			if err != nil {
+				utilruntime.HandleError(fmt.Errorf("nodereadables: ending a watch of node %q: %w", w.node, err))
+				return
+			}
+			if !ok {
+				continue
+			}
 			select {
-			case w.result <- e:
+			case w.result <- ev:
 			case <-w.stop:
 				return
 			}
@@ -126,13 +147,13 @@ func (w *watcher) bookmark() (watch.Event, bool) {
 	if len(w.queue) > 0 {
 		return watch.Event{}, false
 	}
-	return bookmarkEvent(w.hub.position(w.hub.seq), false), true
+	return watch.Event{Type: watch.Bookmark, Object: bookmark(w.hub.position(w.hub.seq), false)}, true
 }
 
-func bookmarkEvent(position string, initialEventsEnd bool) watch.Event {
+func bookmark(position string, initialEventsEnd bool) *nodev1alpha1.NodeReadable {
 	it := &nodev1alpha1.NodeReadable{ObjectMeta: metav1.ObjectMeta{ResourceVersion: position}}
 	if initialEventsEnd {
 		it.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 	}
-	return watch.Event{Type: watch.Bookmark, Object: it}
+	return it
 }

@@ -76,6 +76,11 @@ type cacheEntry struct {
 // added first and the invalidation removes it, or the invalidation comes first and add refuses.
 type tokenCache struct {
 	max int
+	// stores are, per kind, the informers' stores whose events invalidate entries (WatchObjects).
+	// An entry is added only while every object it depends on is in them: one the informers do
+	// not hold (a Secret of a type the server's Secret informer leaves out) would never be seen to
+	// go, so its tokens are verified every time.
+	stores map[string]cache.Store
 
 	mu         sync.Mutex
 	generation uint64
@@ -121,6 +126,10 @@ func (c *tokenCache) add(h tokenHash, v *verifiedClaims, generation uint64) {
 	if _, ok := c.entries[h]; ok {
 		return
 	}
+	deps := v.dependencies()
+	if c.stores != nil && !c.holdsAll(deps) {
+		return
+	}
 	if len(c.entries) >= c.max {
 		// Any entry will do: map iteration picks one at random, and a dropped entry costs only a
 		// verification.
@@ -129,7 +138,7 @@ func (c *tokenCache) add(h tokenHash, v *verifiedClaims, generation uint64) {
 			break
 		}
 	}
-	e := &cacheEntry{claims: v, expires: v.expiry(), deps: v.dependencies()}
+	e := &cacheEntry{claims: v, expires: v.expiry(), deps: deps}
 	c.entries[h] = e
 	for _, d := range e.deps {
 		set := c.byObject[d]
@@ -139,6 +148,24 @@ func (c *tokenCache) add(h tokenHash, v *verifiedClaims, generation uint64) {
 		}
 		set[h] = struct{}{}
 	}
+}
+
+// holdsAll says whether the informers hold every one of deps.
+func (c *tokenCache) holdsAll(deps []objectKey) bool {
+	for _, d := range deps {
+		store := c.stores[d.kind]
+		if store == nil {
+			return false
+		}
+		key := d.name
+		if d.namespace != "" {
+			key = d.namespace + "/" + d.name
+		}
+		if _, ok, err := store.GetByKey(key); !ok || err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // invalidate drops every entry that depends on the object and fails any verification in flight.
@@ -179,12 +206,14 @@ func (c *tokenCache) len() int {
 
 // WatchObjects drops cached tokens when the objects they name go: deleted, replaced by another
 // object of the same name (seen after a relist), or marked for deletion. It registers handlers
-// on the same informers the Getter reads; without a cache it does nothing.
+// on the same informers the Getter reads, and from then on caches only tokens whose objects those
+// informers hold; without a cache it does nothing. It must be called before the first review.
 func (a *Authenticator) WatchObjects(f informers.SharedInformerFactory) error {
 	if a.cache == nil {
 		return nil
 	}
 	core := f.Core().V1()
+	stores := map[string]cache.Store{}
 	for kind, inf := range map[string]cache.SharedIndexInformer{
 		"serviceaccounts": core.ServiceAccounts().Informer(),
 		"pods":            core.Pods().Informer(),
@@ -194,7 +223,11 @@ func (a *Authenticator) WatchObjects(f informers.SharedInformerFactory) error {
 		if _, err := inf.AddEventHandler(a.cache.handler(kind)); err != nil {
 			return err
 		}
+		stores[kind] = inf.GetStore()
 	}
+	a.cache.mu.Lock()
+	a.cache.stores = stores
+	a.cache.mu.Unlock()
 	return nil
 }
 

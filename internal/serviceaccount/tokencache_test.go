@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
@@ -275,5 +277,52 @@ func TestWatchObjects(t *testing.T) {
 	}
 	if _, ok, err := a.AuthenticateToken(ctx, raw); ok || err == nil {
 		t.Errorf("after delete AuthenticateToken = %v, %v; want refused", ok, err)
+	}
+}
+
+// TestCacheOnlyWhatTheInformersHold: a token bound to an object the informers do not hold (a
+// Secret of a type the server's Secret informer leaves out) is never cached, since no event would
+// ever drop it: each review verifies it and reads the object live, so deleting the object refuses
+// the token at once. A token whose objects the informers hold is cached as before.
+func TestCacheOnlyWhatTheInformersHold(t *testing.T) {
+	f := newFixture(t, ecKey(t))
+	client := fake.NewClientset(testSA.DeepCopy(), testPod.DeepCopy(), testNode.DeepCopy(), testSecret.DeepCopy())
+	factory := informers.NewSharedInformerFactory(client, 0)
+	// The Secret informer follows another, empty cluster: it holds none of client's secrets.
+	factory.InformerFor(&corev1.Secret{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewSecretInformer(fake.NewClientset(), metav1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	})
+	a := f.cachedAuthenticator(NewInformerGetter(client, factory), 10)
+	if err := a.WatchObjects(factory); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
+	factory.WaitForCacheSync(ctx.Done())
+	secretBound := f.issue(t, Binding{ServiceAccount: testSA, Secret: testSecret}).Raw
+	for i := range 2 {
+		if _, ok, err := a.AuthenticateToken(ctx, secretBound); !ok || err != nil {
+			t.Fatalf("review %d of the secret-bound token = %v, %v", i, ok, err)
+		}
+	}
+	if n := a.cache.len(); n != 0 {
+		t.Fatalf("cache holds %d entries for a token bound to a secret no informer holds", n)
+	}
+	podBound := f.issue(t, Binding{ServiceAccount: testSA, Pod: testPod, Node: testNode}).Raw
+	if _, ok, err := a.AuthenticateToken(ctx, podBound); !ok || err != nil {
+		t.Fatalf("pod-bound token = %v, %v", ok, err)
+	}
+	if n := a.cache.len(); n != 1 {
+		t.Fatalf("cache holds %d entries after the pod-bound token, want 1", n)
+	}
+	if err := client.CoreV1().Secrets(testSecret.Namespace).Delete(ctx, testSecret.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.AuthenticateToken(ctx, secretBound); ok || err == nil {
+		t.Errorf("after the secret's deletion AuthenticateToken = %v, %v; want refused", ok, err)
 	}
 }

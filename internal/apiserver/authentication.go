@@ -31,7 +31,7 @@ func (a *assembly) authentication(closers *closerStack) (tokenParts, error) {
 	if err != nil {
 		return tokenParts{}, err
 	}
-	secrets := a.loopback.informers.Core().V1().Secrets().Lister().Secrets(metav1.NamespaceSystem)
+	secrets := bootstrapTokenSecrets(a.loopback.informers).Lister().Secrets(metav1.NamespaceSystem)
 	config := authn.Config{
 		ClientCA: clusterCA, TokenAuthFile: a.o.TokenAuthFile, Anonymous: a.o.AnonymousAuth,
 		ServiceAccounts: tokens.authenticator, APIAudiences: a.in.tokens.audiences,

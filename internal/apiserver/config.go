@@ -98,7 +98,9 @@ func newLoopback(config *rest.Config) (loopback, error) {
 	if err != nil {
 		return loopback{}, fmt.Errorf("building loopback dynamic client: %w", err)
 	}
-	return loopback{client: client, dyn: dyn, informers: newInformerFactory(client)}, nil
+	f := newInformerFactory(client)
+	narrowSecretInformer(f)
+	return loopback{client: client, dyn: dyn, informers: f}, nil
 }
 
 // newInformerFactory is how the server's parts get their informers: without managed fields,

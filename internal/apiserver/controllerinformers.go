@@ -106,8 +106,16 @@ func (t *termInformers) ServiceAccounts() coreinformers.ServiceAccountInformer {
 	return typedInformer[corelisters.ServiceAccountLister]{t.track(i.Informer()), i.Lister()}
 }
 
-func (t *termInformers) Secrets() coreinformers.SecretInformer {
+// ServiceAccountTokenSecrets are the service-account token secrets: the shared Secret informer
+// holds no others.
+func (t *termInformers) ServiceAccountTokenSecrets() coreinformers.SecretInformer {
 	i := t.shared.Core().V1().Secrets()
+	return typedInformer[corelisters.SecretLister]{t.track(i.Informer()), i.Lister()}
+}
+
+// BootstrapTokenSecrets are the bootstrap token secrets in kube-system; Secrets holds none.
+func (t *termInformers) BootstrapTokenSecrets() coreinformers.SecretInformer {
+	i := bootstrapTokenSecrets(t.shared)
 	return typedInformer[corelisters.SecretLister]{t.track(i.Informer()), i.Lister()}
 }
 

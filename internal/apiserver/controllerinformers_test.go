@@ -32,7 +32,7 @@ func TestTermInformers(t *testing.T) {
 	var firstTermEvents, secondTermEvents atomic.Int32
 	startTerm := func(events *atomic.Int32, seen chan<- string) (*termInformers, chan struct{}) {
 		term := newTermInformers(client, shared.factory)
-		secrets := term.Secrets().Informer()
+		secrets := term.ServiceAccountTokenSecrets().Informer()
 		if err := secrets.AddIndexers(index); err != nil {
 			t.Fatalf("adding the index: %v", err)
 		}

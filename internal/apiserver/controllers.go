@@ -101,7 +101,7 @@ var leaderControllers = []controller{
 	}},
 	{"serviceaccount-tokens-controller", func(cc controllerContext) (func(context.Context), error) {
 		core := cc.informers
-		c, err := serviceaccounttokens.New(cc.client, cc.issuer, cc.caPEM, core.Secrets(), core.ServiceAccounts())
+		c, err := serviceaccounttokens.New(cc.client, cc.issuer, cc.caPEM, core.ServiceAccountTokenSecrets(), core.ServiceAccounts())
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"clusterrole-aggregation-controller", func(cc controllerContext) (func(context.Context), error) {
@@ -119,7 +119,7 @@ var leaderControllers = []controller{
 		events := record.NewBroadcaster()
 		cfg := csrapproving.Config{
 			ApproveKubeletServing: cc.approveKubeletServing,
-			Secrets:               cc.informers.Secrets(),
+			Secrets:               cc.informers.BootstrapTokenSecrets(),
 			Recorder:              events.NewRecorder(clientscheme.Scheme, corev1.EventSource{Component: "csrapproving"}),
 		}
 		if cc.approveKubeletServing {
@@ -133,12 +133,12 @@ var leaderControllers = []controller{
 		}, err
 	}},
 	{"bootstrap-token-cleaner", func(cc controllerContext) (func(context.Context), error) {
-		c, err := tokencleaner.New(cc.client, cc.informers.Secrets(), cc.informers.CertificateSigningRequests(), clock.RealClock{})
+		c, err := tokencleaner.New(cc.client, cc.informers.BootstrapTokenSecrets(), cc.informers.CertificateSigningRequests(), clock.RealClock{})
 		return func(ctx context.Context) { c.Run(ctx, 1) }, err
 	}},
 	{"bootstrap-signer", func(cc controllerContext) (func(context.Context), error) {
 		core := cc.informers
-		c, err := bootstrapsigner.New(cc.client, core.ConfigMaps(), core.Secrets(), bootstrapsigner.Config{Kubeconfig: cc.clusterInfo, Clock: clock.RealClock{}})
+		c, err := bootstrapsigner.New(cc.client, core.ConfigMaps(), core.BootstrapTokenSecrets(), bootstrapsigner.Config{Kubeconfig: cc.clusterInfo, Clock: clock.RealClock{}})
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,9 @@ import (
 // an informer selected by the secret's type, which cannot change after creation, so an
 // informer never holds the cluster's other secrets (most of them, and often the largest). A
 // token naming a secret of another type (bound to it) is checked with a live GET, as the token
-// getter does for any secret its informer does not hold.
+// getter does for any secret its informer does not hold, and never cached (no event would end
+// its entry). The node-scoped bulk watch follows every secret with a feed that keeps none, and
+// reads the ones it sends from the watch cache.
 
 // narrowSecretInformer makes f's Secret informer, the one Core().V1().Secrets() returns to every
 // consumer, hold service-account token secrets only. It must run before anything asks f for

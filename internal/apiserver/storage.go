@@ -49,7 +49,7 @@ const storagePrefix = "/registry"
 // storage configures the storage layer: the etcd servers and credentials, encryption at rest,
 // the served group versions and how each resource is encoded in etcd.
 func (a *assembly) storage() error {
-	if err := withoutWatchCacheSnapshots(); err != nil {
+	if err := withoutMemoryHungryGates(); err != nil {
 		return err
 	}
 	etcdOpts := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(storagePrefix, nil))

@@ -13,6 +13,13 @@
 // Status is kept whole. Nothing writes a pod back from its informer copy: the node lifecycle
 // controller, the one writer, reads the stored pod first, since the status subresource takes
 // labels and annotations from the request.
+//
+// Pods of one shape share their projected volume sources: after slimming, the kube-api-access
+// volume that admission adds to every pod (its token, the kube-root-ca.crt config map and the
+// namespace from the downward API) is the same in all of them, so Slim points every pod at one
+// copy of it (a bounded table, shapes.go). An informer's objects are read-only by contract, and
+// here more than ever: a reader that changed a pod's projected volume in place would change it
+// in every pod of that shape. A reader that needs to change a pod changes a deep copy.
 package podview
 
 import (
@@ -22,8 +29,9 @@ import (
 	"github.com/idplane/idplane/internal/podwalk"
 )
 
-// Slim drops, in place, what no reader of the shared pod informer reads. It is meant for a pod
-// the informer has just decoded and owns; calling it again changes nothing.
+// Slim drops, in place, what no reader of the shared pod informer reads, and shares the pod's
+// projected volume sources with the other pods of the same shape. It is meant for a pod the
+// informer has just decoded and owns; calling it again changes nothing.
 func Slim(pod *corev1.Pod) {
 	slimMeta(&pod.ObjectMeta)
 	s := &pod.Spec
@@ -31,7 +39,11 @@ func Slim(pod *corev1.Pod) {
 		slimContainer(c.Container)
 	}
 	for i := range s.Volumes {
-		slimVolume(&s.Volumes[i].VolumeSource)
+		v := &s.Volumes[i].VolumeSource
+		slimVolume(v)
+		if v.Projected != nil {
+			v.Projected = projectedShapes.share(v.Projected)
+		}
 	}
 	s.NodeSelector = nil
 	s.Affinity = nil
@@ -57,7 +69,8 @@ func slimContainer(c *corev1.Container) {
 
 // slimVolume drops the key-to-path lists of the sources that have them: which keys a volume
 // projects where is the node's business, not a reader's here; the object a source names, and
-// the source itself, stay.
+// the source itself, stay. A projected source may already be shared between pods (Slim called
+// again), so its lists are only written when there is something to drop.
 func slimVolume(v *corev1.VolumeSource) {
 	switch {
 	case v.Secret != nil:
@@ -70,11 +83,11 @@ func slimVolume(v *corev1.VolumeSource) {
 		for i := range v.Projected.Sources {
 			src := &v.Projected.Sources[i]
 			switch {
-			case src.Secret != nil:
+			case src.Secret != nil && src.Secret.Items != nil:
 				src.Secret.Items = nil
-			case src.ConfigMap != nil:
+			case src.ConfigMap != nil && src.ConfigMap.Items != nil:
 				src.ConfigMap.Items = nil
-			case src.DownwardAPI != nil:
+			case src.DownwardAPI != nil && src.DownwardAPI.Items != nil:
 				src.DownwardAPI.Items = nil
 			}
 		}

@@ -1,6 +1,7 @@
 package nodereadable
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 
@@ -72,9 +74,10 @@ func BenchmarkHubMemory(b *testing.B) {
 			names[n] = fmt.Sprintf("node-%d", n)
 		}
 		before := heap()
-		h := newTestHub(DefaultLogSize)
+		// The Hub alone: its source, which holds the objects in the server, is not counted.
+		h := NewHub(DefaultLogSize, func(context.Context, bool, string, string) (k8sruntime.Object, bool, error) { return nil, false, nil })
 		for _, o := range objects {
-			objectChanged(h, o, false)
+			h.ObjectChanged(o, false)
 		}
 		for i, o := range objects {
 			h.PathChanged(path(names[i%nodes], "ns", o.Name, true))

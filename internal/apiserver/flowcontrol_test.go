@@ -280,15 +280,21 @@ func TestAPFConfigSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	ts := startTestServer(t, dir, nil)
+	// The server's priority and fairness controller writes the suggested objects' status as it
+	// starts, so an edit, like any client's read-modify-write, retries on a conflict.
 	edit := func(name, autoUpdate string, precedence int32) {
 		t.Helper()
-		fs, err := ts.client.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			fs, err := ts.client.FlowcontrolV1().FlowSchemas().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = autoUpdate
+			fs.Spec.MatchingPrecedence = precedence
+			_, err = ts.client.FlowcontrolV1().FlowSchemas().Update(ctx, fs, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		fs.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] = autoUpdate
-		fs.Spec.MatchingPrecedence = precedence
-		if _, err := ts.client.FlowcontrolV1().FlowSchemas().Update(ctx, fs, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

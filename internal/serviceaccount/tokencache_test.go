@@ -243,23 +243,31 @@ func TestCacheExpiryAndSize(t *testing.T) {
 	}
 }
 
-// TestWatchObjects drives the handlers through real informers: deleting the pod through the API
-// empties the cache.
-func TestWatchObjects(t *testing.T) {
-	f := newFixture(t, ecKey(t))
-	client := fake.NewClientset(testSA.DeepCopy(), testPod.DeepCopy(), testNode.DeepCopy())
-	factory := informers.NewSharedInformerFactory(client, 0)
+// watchingAuthenticator is a cached authenticator reading client through factory's informers,
+// whose events drop its entries; the informers run, synced, until the test ends.
+func (f fixture) watchingAuthenticator(t *testing.T, client kubernetes.Interface, factory informers.SharedInformerFactory) (*Authenticator, context.Context) {
+	t.Helper()
 	a := f.cachedAuthenticator(NewInformerGetter(client, factory), 10)
 	if err := a.WatchObjects(factory); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	factory.Start(ctx.Done())
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		factory.Shutdown()
-	}()
+	})
 	factory.WaitForCacheSync(ctx.Done())
+	return a, ctx
+}
+
+// TestWatchObjects drives the handlers through real informers: deleting the pod through the API
+// empties the cache.
+func TestWatchObjects(t *testing.T) {
+	f := newFixture(t, ecKey(t))
+	client := fake.NewClientset(testSA.DeepCopy(), testPod.DeepCopy(), testNode.DeepCopy())
+	factory := informers.NewSharedInformerFactory(client, 0)
+	a, ctx := f.watchingAuthenticator(t, client, factory)
 	raw := f.issue(t, Binding{ServiceAccount: testSA, Pod: testPod, Node: testNode}).Raw
 	if _, ok, err := a.AuthenticateToken(ctx, raw); !ok || err != nil {
 		t.Fatalf("AuthenticateToken = %v, %v", ok, err)
@@ -292,17 +300,7 @@ func TestCacheOnlyWhatTheInformersHold(t *testing.T) {
 	factory.InformerFor(&corev1.Secret{}, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return coreinformers.NewSecretInformer(fake.NewClientset(), metav1.NamespaceAll, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	})
-	a := f.cachedAuthenticator(NewInformerGetter(client, factory), 10)
-	if err := a.WatchObjects(factory); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	defer func() {
-		cancel()
-		factory.Shutdown()
-	}()
-	factory.WaitForCacheSync(ctx.Done())
+	a, ctx := f.watchingAuthenticator(t, client, factory)
 	secretBound := f.issue(t, Binding{ServiceAccount: testSA, Secret: testSecret}).Raw
 	for i := range 2 {
 		if _, ok, err := a.AuthenticateToken(ctx, secretBound); !ok || err != nil {

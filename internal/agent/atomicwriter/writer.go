@@ -8,8 +8,11 @@
 //	token  -> ..data/token            one link per first path element
 //	a      -> ..data/a                (for a/b/c)
 //
-// An update writes a new timestamped directory and replaces ..data with one rename, so every
-// path resolution sees either the old or the new set. Nothing in the directory is trusted:
+// An update writes a new timestamped directory and replaces ..data with one rename, so a read
+// sees either the old or the new set whole, never a mix. The old directory is removed right
+// after the rename, as the kubelet's writer does: an open whose path resolution straddles the
+// swap can then fail with "no such file", and a retry sees the new set. Nothing in the
+// directory is trusted:
 // anything the writer would not have written itself (a file rewritten, a link planted or
 // retargeted, an extra entry) makes the next write remove it and write the volume again, and
 // every name is resolved only inside the directory (os.Root), so a planted link cannot take a

@@ -1,19 +1,20 @@
 // Package nodereadable serves node.idplane.io/v1alpha1 nodereadables: for one node, the Secrets and
 // ConfigMaps the Node authorizer lets it read now, listed and watched as one stream.
 //
-// A Hub joins two feeds: the Node authorizer's graph, which says when a node gains or loses its
-// last path to an object, and a Secret and a ConfigMap feed (the server's ConfigMap informer, and
-// a Secret feed of its own, FeedSecrets), which say when an object appears, changes or goes. From them it derives each node's events (ADDED when a path
-// appears for an existing object or the object is created while a path exists, MODIFIED when the
-// object changes, DELETED when the path or the object goes) and numbers them on one counter, the
-// stream position clients resume from. Recent events are kept in a bounded log; a watch resumed
-// from a position the log no longer covers is told 410 Gone, so its client lists again.
+// A Hub joins the Node authorizer's graph, which says when a node gains or loses its last path to
+// an object, with a feed per kind that says when an object appears, changes or goes (the server's
+// ConfigMap informer, and a Secret feed of its own, FeedSecrets). From them it derives each node's
+// events (ADDED when a path appears for an existing object or the object is created while a path
+// exists, MODIFIED when the object changes, DELETED when the path or the object goes) and numbers
+// them on one counter, the stream position clients resume from. Recent events are kept in a
+// bounded log; a watch resumed from a position the log no longer covers is told 410 Gone, so its
+// client lists again.
 //
 // The Hub holds no object: per Secret or ConfigMap only its resourceVersion and the nodes with a
 // path to it. An ADDED or MODIFIED event carries the object as the Source reads it when the event
-// is delivered, and only while the node's path has stood unbroken since it appeared; a path
-// broken in between is followed by its DELETED, so the event is dropped, never served with
-// content the node could not GET. DELETED carries the deleted object's last state, or just its
+// is delivered, and only if the node's path to it stood unbroken throughout that read; an event
+// whose path broke is dropped (its DELETED follows in the stream), never served with content the
+// node could not GET at that moment. DELETED carries the deleted object's last state, or just its
 // name and resourceVersion when the path went. So the Hub costs per path a few words, and an open
 // watch its queue and one goroutine, whatever the objects weigh.
 package nodereadable
@@ -307,8 +308,8 @@ func (h *Hub) emitLocked(nodeName string, typ watch.EventType, r ref, revision u
 }
 
 // event turns a logged event into the watch event a client receives; ok is false for an ADDED or
-// MODIFIED that must not be sent: the object is gone, or the node's path broke since the event
-// (a DELETED follows in the stream either way).
+// MODIFIED that must not be sent: the object is gone, or the node has no path to it, or its path
+// broke during the read (a DELETED follows in the stream in each case).
 func (h *Hub) event(ctx context.Context, e logEntry) (ev watch.Event, ok bool, err error) {
 	switch e.typ {
 	case watch.Bookmark:

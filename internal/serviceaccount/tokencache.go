@@ -76,13 +76,13 @@ type cacheEntry struct {
 // added first and the invalidation removes it, or the invalidation comes first and add refuses.
 type tokenCache struct {
 	max int
+
+	mu sync.Mutex
 	// stores are, per kind, the informers' stores whose events invalidate entries (WatchObjects).
 	// An entry is added only while every object it depends on is in them: one the informers do
 	// not hold (a Secret of a type the server's Secret informer leaves out) would never be seen to
 	// go, so its tokens are verified every time.
-	stores map[string]cache.Store
-
-	mu         sync.Mutex
+	stores     map[string]cache.Store
 	generation uint64
 	entries    map[tokenHash]*cacheEntry
 	byObject   map[objectKey]map[tokenHash]struct{}
@@ -157,11 +157,7 @@ func (c *tokenCache) holdsAll(deps []objectKey) bool {
 		if store == nil {
 			return false
 		}
-		key := d.name
-		if d.namespace != "" {
-			key = d.namespace + "/" + d.name
-		}
-		if _, ok, err := store.GetByKey(key); !ok || err != nil {
+		if _, ok, err := store.GetByKey(cache.NewObjectName(d.namespace, d.name).String()); !ok || err != nil {
 			return false
 		}
 	}

@@ -8,21 +8,19 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// feed is a reflector's store that keeps nothing: it tells the Hub of every object it is given
-// and forgets it. It serves a kind that no informer of the server holds whole (Secrets: the
-// server's informers keep only the token kinds), so the Hub learns of every object of the kind
-// for the cost of its resourceVersion.
+// feed is a reflector's store of Secrets that keeps nothing: it tells the Hub of every Secret it
+// is given and forgets it. No informer of the server holds every Secret (they keep only the
+// token kinds), so the Hub learns of each for the cost of its resourceVersion.
 type feed struct {
-	hub       *Hub
-	configMap bool
-	synced    atomic.Bool
+	hub    *Hub
+	synced atomic.Bool
 }
 
 var _ cache.ReflectorStore = (*feed)(nil)
 
-func (f *feed) Add(obj any) error    { f.hub.informerUpdate(f.configMap, obj); return nil }
-func (f *feed) Update(obj any) error { f.hub.informerUpdate(f.configMap, obj); return nil }
-func (f *feed) Delete(obj any) error { f.hub.informerDelete(f.configMap, obj); return nil }
+func (f *feed) Add(obj any) error    { f.hub.informerUpdate(false, obj); return nil }
+func (f *feed) Update(obj any) error { f.hub.informerUpdate(false, obj); return nil }
+func (f *feed) Delete(obj any) error { f.hub.informerDelete(false, obj); return nil }
 func (f *feed) Resync() error        { return nil }
 
 // Replace is a full list: objects the Hub knows of that the list lacks were deleted while the
@@ -30,14 +28,14 @@ func (f *feed) Resync() error        { return nil }
 func (f *feed) Replace(items []any, _ string) error {
 	listed := make(map[ref]struct{}, len(items))
 	for _, it := range items {
-		if _, r, ok := refOf(f.configMap, it); ok {
+		if _, r, ok := refOf(false, it); ok {
 			listed[r] = struct{}{}
 		}
 	}
 	f.hub.mu.Lock()
 	var gone []ref
 	for r, e := range f.hub.objects {
-		if _, ok := listed[r]; !ok && r.configMap == f.configMap && e.revision != 0 {
+		if _, ok := listed[r]; !ok && !r.configMap && e.revision != 0 {
 			gone = append(gone, r)
 		}
 	}
@@ -46,7 +44,7 @@ func (f *feed) Replace(items []any, _ string) error {
 		f.hub.objectDeleted(r, nil)
 	}
 	for _, it := range items {
-		f.hub.informerUpdate(f.configMap, it)
+		f.hub.informerUpdate(false, it)
 	}
 	f.synced.Store(true)
 	return nil

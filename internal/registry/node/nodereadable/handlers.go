@@ -10,10 +10,11 @@ import (
 )
 
 // handler is the event handler for a Secret informer, or with configMap the server's ConfigMap
-// informer; the Secret feed (feed.go) calls the same paths. The informer, not the object, says the kind, so that a deletion whose last state is
-// unknown still names what went: a DeletedFinalStateUnknown (the informer missed the delete and
-// found the object gone on a relist) carries the store key, and maybe a stale object. The key
-// decides; the object only adds its resourceVersion. An event nothing can be made of is logged
+// informer; the Secret feed (feed.go) calls the same paths. The informer, not the object, says
+// the kind, so that a deletion whose last state is unknown still names what went: a
+// DeletedFinalStateUnknown (the informer missed the delete and found the object gone on a
+// relist) carries the store key, and maybe a stale object. The key decides; the object only adds
+// its resourceVersion. An event nothing can be made of is logged
 // and dropped, never a panic in the informer's goroutine.
 func (h *Hub) handler(configMap bool) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{

@@ -491,7 +491,7 @@ func (h *Hub) open(nodeName, namespace string, s start, bookmarks bool, interval
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watcher{
 		hub: h, node: nodeName, namespace: namespace, bookmarks: bookmarks, interval: interval, clock: clk,
-		result: make(chan watch.Event), stop: make(chan struct{}), wake: make(chan struct{}, 1),
+		result: make(chan watch.Event), wake: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel,
 	}
 	if s.resume {

@@ -29,10 +29,8 @@ type watcher struct {
 	clock           clock.WithTicker
 
 	result chan watch.Event
-	stop   chan struct{}
-	once   sync.Once
 	wake   chan struct{}
-	// ctx bounds the reads of the events' objects; Stop cancels it.
+	// ctx ends with the watch: Stop cancels it, and it bounds the reads of the events' objects.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -48,10 +46,7 @@ func (w *watcher) ResultChan() <-chan watch.Event { return w.result }
 
 // Stop ends the watch; the result channel closes.
 func (w *watcher) Stop() {
-	w.once.Do(func() {
-		close(w.stop)
-		w.cancel()
-	})
+	w.cancel()
 	w.hub.mu.Lock()
 	remove(w.hub.watchers, w.node, w)
 	w.hub.mu.Unlock()
@@ -116,20 +111,20 @@ func (w *watcher) run() {
 			}
 			select {
 			case w.result <- ev:
-			case <-w.stop:
+			case <-w.ctx.Done():
 				return
 			}
 			continue
 		}
 		select {
 		case <-w.wake:
-		case <-w.stop:
+		case <-w.ctx.Done():
 			return
 		case <-tick:
 			if b, ok := w.bookmark(); ok {
 				select {
 				case w.result <- b:
-				case <-w.stop:
+				case <-w.ctx.Done():
 					return
 				}
 			}

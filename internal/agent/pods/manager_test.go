@@ -49,18 +49,18 @@ func secretVolume(name, secret string, items ...corev1.KeyToPath) corev1.Volume 
 
 // harness runs a manager on a fake clientset that issues tokens.
 type harness struct {
-	client  *fake.Clientset
-	root    string
-	events  *record.FakeRecorder
-	logs    ktesting.Buffer // the manager's log at the default verbosity
-	mu      sync.Mutex
-	tokens  int
-	stopped chan struct{}
+	client *fake.Clientset
+	root   string
+	events *record.FakeRecorder
+	logs   ktesting.Buffer // the manager's log at the default verbosity
+	mu     sync.Mutex
+	tokens int
+	stop   func() // ends the running manager and waits for it
 }
 
 func start(t *testing.T, objects ...runtime.Object) *harness {
 	t.Helper()
-	h := &harness{client: fake.NewClientset(objects...), root: t.TempDir(), events: record.NewFakeRecorder(100), stopped: make(chan struct{})}
+	h := &harness{client: fake.NewClientset(objects...), root: t.TempDir()}
 	h.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "token" {
 			return false, nil, nil
@@ -72,18 +72,27 @@ func start(t *testing.T, objects ...runtime.Object) *harness {
 		tr.Status = authenticationv1.TokenRequestStatus{Token: "a.b.c", ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
 		return true, tr, nil
 	})
+	h.run(t)
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+// run starts a manager on the harness's client and root, as a restarted agent would, with a
+// fresh event recorder and log.
+func (h *harness) run(t *testing.T) {
+	h.events = record.NewFakeRecorder(100)
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0), ktesting.BufferLogs(true)))
 	h.logs = logger.GetSink().(ktesting.Underlier).GetBuffer()
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	m := New(Config{NodeName: "n1", RootDir: h.root, Client: h.client, Recorder: h.events, Clock: clock.RealClock{}, Workers: 2})
+	stopped := make(chan struct{})
 	go func() {
-		defer close(h.stopped)
+		defer close(stopped)
 		if err := m.Run(ctx); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-h.stopped })
-	return h
+	h.stop = func() { cancel(); <-stopped }
 }
 
 func (h *harness) volumeDir(p *corev1.Pod, volume string) string {
@@ -284,7 +293,7 @@ func TestConditionWrittenOnce(t *testing.T) {
 }
 
 // TestTamperedVolumeIsRewritten: a link planted in a secret volume (as a container with a
-// read-write mount once did) does not stop the volume's updates; the next update rewrites it
+// read-write mount once did) does not stop the volume's updates; the next write rewrites it
 // from the API, leaves the link's target alone, and says so in an event.
 func TestTamperedVolumeIsRewritten(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"a": []byte("v1")}}
@@ -299,10 +308,10 @@ func TestTamperedVolumeIsRewritten(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("root:x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The link goes in before the forged content. A sync of the pod may run at any moment (the
-	// status patch brings one): one that sees the link repairs with the event, while one that saw
-	// only a changed file would write a fresh directory and drop the old one, link and all,
-	// with nothing to report.
+	// The tampering happens while the agent is down: a sync running beside it could have read
+	// the directory just before the link went in and then replaced it, link and all, with
+	// nothing to report. The restarted agent's first sync finds it.
+	h.stop()
 	if err := os.MkdirAll(filepath.Join(dir, "..data", "x"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +321,7 @@ func TestTamperedVolumeIsRewritten(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "..data", "a"), []byte("forged"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	h.run(t)
 
 	for _, version := range []string{"v2", "v3"} {
 		secret.Data["a"] = []byte(version)

@@ -14,8 +14,8 @@ import (
 // the kind, so that a deletion whose last state is unknown still names what went: a
 // DeletedFinalStateUnknown (the informer missed the delete and found the object gone on a
 // relist) carries the store key, and maybe a stale object. The key decides; the object only adds
-// its resourceVersion. An event nothing can be made of is logged
-// and dropped, never a panic in the informer's goroutine.
+// its resourceVersion. An event nothing can be made of is logged and dropped, never a panic in
+// the informer's goroutine.
 func (h *Hub) handler(configMap bool) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { h.informerUpdate(configMap, obj) },
